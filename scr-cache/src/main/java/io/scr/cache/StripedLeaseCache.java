@@ -1,0 +1,680 @@
+package io.scr.cache;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link LeaseCache} implementation: a {@link ConcurrentHashMap} of {@link Node}s, lock stripes
+ * that keep per-stripe access lists for eviction, and one closer thread.
+ *
+ * <p><b>Concurrency contract.</b>
+ *
+ * <ul>
+ *   <li><b>Hit path, lock-free:</b> a map {@code get}, a CAS on the node's state word to take the
+ *       lease, {@link CachedValue#isValid()}, and a {@link LongAdder} hit count. Returning the
+ *       lease is an opaque store of the idle time and an atomic decrement; if that makes the entry
+ *       idle, one CAS records it in the stripe's lossy buffer. No lock is taken unless the buffer
+ *       is full, and then only by {@code tryLock}.
+ *   <li><b>Stripe locks</b> ({@link Stripe#lock}) own each stripe's access list. They are taken to
+ *       link a loaded entry, to replay the buffer, to pick and retire eviction victims and to sweep
+ *       for expiry. Map removals, counters and close scheduling happen after unlocking. No loader,
+ *       value {@code close()} or invalidation predicate ever runs under a stripe lock.
+ *   <li><b>Loads</b> run on the leasing thread with no lock held. The loading node sits in the map
+ *       so concurrent leases of the key wait on its future: the loader is called once.
+ *   <li><b>Closing</b> happens on the closer thread, which also runs periodic maintenance. After
+ *       {@link #close()} stops it, the thread that returns the last lease on a value closes it.
+ *   <li><b>fd budget</b>: {@link #fdsHeld} counts the fds of values not yet closed plus the
+ *       reservations of loads in progress, and never exceeds the budget: a load reserves {@code
+ *       typicalFdCost} before calling the loader, evicting idle entries and waiting for the closer
+ *       if needed. A value that reports more fds than reserved reserves the difference after
+ *       loading, the same way, and is closed and refused if it cannot.
+ *   <li><b>Benign races:</b> the entry count can pass capacity while leases pin entries, or briefly
+ *       while two threads evict; lost buffer records leave LRU order approximate; {@link #stats()}
+ *       reads counters one by one.
+ * </ul>
+ */
+final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K, V> {
+  private static final Logger LOG = LoggerFactory.getLogger(LeaseCache.class);
+
+  private final LeaseCacheConfig config;
+  private final LeaseCacheConfig.Sizing sizing;
+  private final Ticker ticker;
+  private final int capacity;
+  private final long fdBudget;
+  private final long idleExpiryNanos;
+  private final ConcurrentHashMap<K, Node<K, V>> map;
+  private final Stripe<K, V>[] stripes;
+  private final int stripeMask;
+
+  /** Linked entries, across all stripes. */
+  private final AtomicInteger entries = new AtomicInteger();
+
+  /** Fds of unclosed values plus reservations of loads in progress. */
+  private final AtomicLong fdsHeld = new AtomicLong();
+
+  /** Fds of values queued for the closer: what a load short of budget may wait for. */
+  private final AtomicLong fdsClosing = new AtomicLong();
+
+  private final Object budgetMonitor = new Object();
+  private volatile int budgetWaiters;
+
+  private final LongAdder hits = new LongAdder();
+  private final LongAdder misses = new LongAdder();
+  private final LongAdder loads = new LongAdder();
+  private final LongAdder loadFailures = new LongAdder();
+  private final LongAdder loadNanos = new LongAdder();
+  private final AtomicLong maxLoadNanos = new AtomicLong();
+  private final LongAdder youngSizeEvictions = new LongAdder();
+  private final LongAdder closeFailures = new LongAdder();
+  private final EnumMap<RemovalCause, LongAdder> removals = new EnumMap<>(RemovalCause.class);
+
+  private final ThrashDetector thrash;
+
+  private final LinkedBlockingQueue<Node<K, V>> closeQueue = new LinkedBlockingQueue<>();
+  private final Node<K, V> stopMarker;
+  private final Thread closer;
+  private volatile boolean closerRunning = true;
+  private volatile boolean closed;
+
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  StripedLeaseCache(LeaseCacheConfig config) {
+    this.config = config;
+    this.sizing = config.resolveSizing();
+    this.ticker = config.ticker();
+    this.capacity = sizing.capacity();
+    this.fdBudget = sizing.fdBudget();
+    this.idleExpiryNanos = config.idleExpiry().toNanos();
+    int n = config.stripes();
+    this.stripes = new Stripe[n];
+    for (int i = 0; i < n; i++) {
+      stripes[i] = new Stripe<>(i);
+    }
+    this.stripeMask = n - 1;
+    this.map = new ConcurrentHashMap<>(Math.min(capacity, 1 << 16), 0.75f, n);
+    for (RemovalCause c : RemovalCause.values()) {
+      removals.put(c, new LongAdder());
+    }
+    this.thrash = new ThrashDetector(config, sizing);
+    this.stopMarker = new Node<>(stripes[0]);
+    if ((long) capacity * config.typicalFdCost() > fdBudget) {
+      LOG.warn(
+          "{}: capacity {} x {} fds per value exceeds the fd budget {}; the budget will bind first",
+          config.name(),
+          capacity,
+          config.typicalFdCost(),
+          fdBudget);
+    }
+    LOG.info("{}: {}, {} stripes", config.name(), sizing.reason(), n);
+    this.closer = new Thread(this::runCloser, config.name() + "-closer");
+    closer.setDaemon(true);
+    closer.start();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Leasing
+
+  @Override
+  public Lease<V> lease(K key, ValueLoader<? super K, ? extends V> loader) throws IOException {
+    Node<K, V> n = map.get(key);
+    if (n != null) {
+      V v = n.value;
+      if (v != null && n.tryAcquire()) {
+        if (v.isValid()) {
+          hits.increment();
+          return new NodeLease(n);
+        }
+        retire(n, RemovalCause.STALE);
+        release(n);
+      }
+    }
+    return leaseSlow(key, loader);
+  }
+
+  private Lease<V> leaseSlow(K key, ValueLoader<? super K, ? extends V> loader) throws IOException {
+    misses.increment();
+    for (; ; ) {
+      if (closed) {
+        throw new LeaseCacheClosedException(config.name() + " is closed; cannot lease " + key);
+      }
+      Node<K, V> n = map.get(key);
+      if (n == null) {
+        Node<K, V> fresh = new Node<>(key, stripeFor(key));
+        n = map.putIfAbsent(key, fresh);
+        if (n == null) {
+          return load(fresh, loader);
+        }
+      }
+      CompletableFuture<Void> pending = n.loading;
+      if (pending != null) {
+        awaitLoad(key, pending);
+        continue;
+      }
+      V v = n.value;
+      if (v != null && n.tryAcquire()) {
+        if (v.isValid()) {
+          return new NodeLease(n);
+        }
+        retire(n, RemovalCause.STALE);
+        release(n);
+      } else {
+        map.remove(key, n); // retired: finish its removal so the next round loads afresh
+      }
+    }
+  }
+
+  private void awaitLoad(K key, CompletableFuture<Void> pending) throws IOException {
+    try {
+      pending.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      InterruptedIOException ie =
+          new InterruptedIOException("interrupted waiting for the load of " + key);
+      ie.initCause(e);
+      throw ie;
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof FdBudgetExhaustedException) {
+        throw new FdBudgetExhaustedException(cause.getMessage(), cause);
+      }
+      throw new LeaseLoadException("loading " + key + " failed: " + cause, cause);
+    }
+  }
+
+  private Lease<V> load(Node<K, V> fresh, ValueLoader<? super K, ? extends V> loader)
+      throws IOException {
+    K key = fresh.key;
+    int reserved = config.typicalFdCost();
+    try {
+      reserveFds(reserved, fresh.stripe.index, key);
+    } catch (IOException | RuntimeException e) {
+      failLoad(fresh, e);
+      throw e;
+    }
+    long start = System.nanoTime();
+    V v;
+    try {
+      v = loader.load(key);
+      if (v == null) {
+        throw new NullPointerException("the loader returned null for " + key);
+      }
+    } catch (IOException | RuntimeException | Error e) {
+      recordLoadTime(System.nanoTime() - start);
+      unreserve(reserved);
+      failLoad(fresh, e);
+      if (e instanceof Error) {
+        throw (Error) e;
+      }
+      throw new LeaseLoadException("loading " + key + " failed: " + e, e);
+    }
+    recordLoadTime(System.nanoTime() - start);
+    int cost = v.fdCost();
+    try {
+      if (cost < 0) {
+        throw new IllegalStateException(key + ": fdCost() " + cost + " is negative");
+      }
+      if (cost > reserved) {
+        reserveFds(cost - reserved, fresh.stripe.index, key);
+      } else if (cost < reserved) {
+        unreserve(reserved - cost);
+      }
+    } catch (IOException | RuntimeException e) {
+      unreserve(reserved);
+      fresh.fdCost = 0;
+      failLoad(fresh, e);
+      closeQuietly(v, key); // never cached nor leased
+      throw e instanceof IOException
+          ? (IOException) e
+          : new LeaseLoadException("loading " + key + " failed: " + e, e);
+    }
+    fresh.fdCost = cost;
+    fresh.loadedAt = ticker.read();
+    fresh.value = v;
+    Stripe<K, V> s = fresh.stripe;
+    boolean cacheClosed = false;
+    s.lock.lock();
+    try {
+      s.drainBuffer();
+      if (s.closed) {
+        cacheClosed = true;
+      } else if (fresh.state() >= 0) {
+        s.link(fresh);
+        entries.incrementAndGet();
+      }
+    } finally {
+      s.lock.unlock();
+    }
+    if (cacheClosed) {
+      retire(fresh, RemovalCause.CACHE_CLOSED);
+    }
+    loads.increment();
+    CompletableFuture<Void> pending = fresh.loading;
+    fresh.loading = null;
+    pending.complete(null);
+    if (entries.get() > capacity) {
+      evictForSize(s.index);
+    }
+    return new NodeLease(fresh);
+  }
+
+  private void failLoad(Node<K, V> fresh, Throwable cause) {
+    fresh.retire();
+    map.remove(fresh.key, fresh);
+    loadFailures.increment();
+    CompletableFuture<Void> pending = fresh.loading;
+    fresh.loading = null;
+    pending.completeExceptionally(cause);
+  }
+
+  private void recordLoadTime(long nanos) {
+    loadNanos.add(nanos);
+    maxLoadNanos.accumulateAndGet(nanos, Math::max);
+  }
+
+  /** Returns a lease. Lock-free unless this release fills the stripe's buffer. */
+  void release(Node<K, V> n) {
+    n.setIdleSince(ticker.read());
+    int s = n.releaseOne();
+    if (s == 0) {
+      if (n.stripe.recordIdle(n)) {
+        n.stripe.tryDrain();
+      }
+      if (entries.get() > capacity) {
+        evictForSize(n.stripe.index);
+      }
+    } else if (s == Node.RETIRED) {
+      scheduleClose(n);
+    }
+  }
+
+  private Stripe<K, V> stripeFor(K key) {
+    int h = key.hashCode();
+    h ^= h >>> 16;
+    h *= 0x9E3779B9;
+    return stripes[(h >>> 16) & stripeMask];
+  }
+
+  /** A lease on one node. Confined to the leasing thread; close is idempotent. */
+  private final class NodeLease implements Lease<V> {
+    private Node<K, V> node;
+
+    NodeLease(Node<K, V> node) {
+      this.node = node;
+    }
+
+    @Override
+    public V value() {
+      Node<K, V> n = node;
+      if (n == null) {
+        throw new IllegalStateException("lease already closed");
+      }
+      return n.value;
+    }
+
+    @Override
+    public void close() {
+      Node<K, V> n = node;
+      if (n != null) {
+        node = null;
+        release(n);
+      }
+    }
+
+    @Override
+    public String toString() {
+      Node<K, V> n = node;
+      return n == null ? "Lease{closed}" : "Lease{" + n.key + "}";
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Removal
+
+  @Override
+  public void invalidate(K key) {
+    Node<K, V> n = map.get(key);
+    if (n != null) {
+      retire(n, RemovalCause.INVALIDATED);
+    }
+  }
+
+  @Override
+  public int invalidateIf(Predicate<? super K> predicate) {
+    int removed = 0;
+    for (Node<K, V> n : map.values()) {
+      if (predicate.test(n.key) && retire(n, RemovalCause.INVALIDATED)) {
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  /** Retires {@code n} whatever its lease count; returns false if it was already retired. */
+  private boolean retire(Node<K, V> n, RemovalCause cause) {
+    int before = n.retire();
+    if (before < 0) {
+      return false;
+    }
+    Stripe<K, V> s = n.stripe;
+    boolean wasLinked;
+    s.lock.lock();
+    try {
+      wasLinked = s.unlink(n);
+    } finally {
+      s.lock.unlock();
+    }
+    finishRemoval(n, cause, wasLinked);
+    if (Node.count(before) == 0 && n.value != null) {
+      scheduleClose(n);
+    }
+    return true;
+  }
+
+  /** After a node was retired and unlinked under its stripe lock: map, counters. No lock held. */
+  private void finishRemoval(Node<K, V> n, RemovalCause cause, boolean wasLinked) {
+    map.remove(n.key, n);
+    if (wasLinked) {
+      entries.decrementAndGet();
+    }
+    removals.get(cause).increment();
+  }
+
+  /** Evicts idle entries, own stripe first, until the cache is within capacity or none is idle. */
+  private void evictForSize(int home) {
+    while (entries.get() > capacity) {
+      if (!evictOne(home, RemovalCause.SIZE)) {
+        return;
+      }
+    }
+  }
+
+  /** Retires the eldest idle entry of the first stripe, from {@code home} on, that has one. */
+  private boolean evictOne(int home, RemovalCause cause) {
+    for (int i = 0; i <= stripeMask; i++) {
+      Stripe<K, V> s = stripes[(home + i) & stripeMask];
+      Node<K, V> victim;
+      s.lock.lock();
+      try {
+        s.drainBuffer();
+        victim = s.retireEldestIdle();
+      } finally {
+        s.lock.unlock();
+      }
+      if (victim != null) {
+        finishRemoval(victim, cause, true);
+        if (cause == RemovalCause.SIZE && thrash.isYoung(victim.loadedAt, ticker.read())) {
+          youngSizeEvictions.increment();
+        }
+        scheduleClose(victim);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // fd budget
+
+  private void reserveFds(int amount, int home, K key) throws IOException {
+    long deadline = 0;
+    boolean waited = false;
+    for (; ; ) {
+      long held = fdsHeld.get();
+      if (held + amount <= fdBudget) {
+        if (fdsHeld.compareAndSet(held, held + amount)) {
+          return;
+        }
+        continue;
+      }
+      boolean evicted = evictOne(home, RemovalCause.FD_BUDGET);
+      if (!evicted && fdsClosing.get() == 0) {
+        throw budgetExhausted(key, amount);
+      }
+      long now = System.nanoTime();
+      if (!waited) {
+        waited = true;
+        deadline = now + config.fdBudgetWait().toNanos();
+      } else if (now - deadline >= 0) {
+        throw budgetExhausted(key, amount);
+      }
+      awaitFdsFreed(Math.min(deadline - now, TimeUnit.MILLISECONDS.toNanos(10)), amount, key);
+    }
+  }
+
+  private void awaitFdsFreed(long nanos, int amount, K key) throws InterruptedIOException {
+    synchronized (budgetMonitor) {
+      budgetWaiters++;
+      try {
+        if (fdsHeld.get() + amount > fdBudget && fdsClosing.get() > 0 && nanos > 0) {
+          TimeUnit.NANOSECONDS.timedWait(budgetMonitor, nanos);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        InterruptedIOException ie =
+            new InterruptedIOException("interrupted waiting for fd budget to load " + key);
+        ie.initCause(e);
+        throw ie;
+      } finally {
+        budgetWaiters--;
+      }
+    }
+  }
+
+  private FdBudgetExhaustedException budgetExhausted(K key, int amount) {
+    return new FdBudgetExhaustedException(
+        String.format(
+            "%s: no room for %d more fds to load %s: %d of the fd budget %d are held and every"
+                + " cached value is leased; raise the fd budget or the process fd limit",
+            config.name(), amount, key, fdsHeld.get(), fdBudget),
+        null);
+  }
+
+  private void unreserve(long amount) {
+    fdsHeld.addAndGet(-amount);
+    signalBudgetWaiters();
+  }
+
+  private void signalBudgetWaiters() {
+    if (budgetWaiters > 0) {
+      synchronized (budgetMonitor) {
+        budgetMonitor.notifyAll();
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Closing
+
+  /** Hands a retired, unleased node's value to the closer. Called once per value. */
+  private void scheduleClose(Node<K, V> n) {
+    fdsClosing.addAndGet(n.fdCost);
+    closeQueue.add(n);
+    if (!closerRunning) {
+      drainCloseQueue(); // the closer has stopped: close on this (lock-free) thread
+    }
+  }
+
+  private void drainCloseQueue() {
+    Node<K, V> n;
+    while ((n = closeQueue.poll()) != null) {
+      if (n != stopMarker) {
+        closeNow(n);
+      }
+    }
+  }
+
+  private void closeNow(Node<K, V> n) {
+    closeQuietly(n.value, n.key);
+    fdsClosing.addAndGet(-n.fdCost);
+    fdsHeld.addAndGet(-n.fdCost);
+    signalBudgetWaiters();
+  }
+
+  private void closeQuietly(V v, K key) {
+    try {
+      v.close();
+    } catch (IOException | RuntimeException e) {
+      closeFailures.increment();
+      LOG.warn("{}: closing the value for {} failed", config.name(), key, e);
+    }
+  }
+
+  private void runCloser() {
+    long intervalNanos = config.maintenanceInterval().toNanos();
+    long nextMaintenance = System.nanoTime() + intervalNanos;
+    try {
+      for (; ; ) {
+        long wait = nextMaintenance - System.nanoTime();
+        Node<K, V> n = wait > 0 ? closeQueue.poll(wait, TimeUnit.NANOSECONDS) : null;
+        if (n == stopMarker) {
+          break;
+        }
+        if (n != null) {
+          closeNow(n);
+          continue;
+        }
+        try {
+          cleanUp();
+        } catch (RuntimeException e) {
+          LOG.warn("{}: maintenance failed", config.name(), e);
+        }
+        nextMaintenance = System.nanoTime() + intervalNanos;
+      }
+    } catch (InterruptedException e) {
+      LOG.warn("{}: closer thread interrupted; closing on release from now on", config.name());
+    } finally {
+      closerRunning = false;
+      drainCloseQueue();
+    }
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    for (Stripe<K, V> s : stripes) {
+      s.lock.lock();
+      try {
+        s.closed = true;
+      } finally {
+        s.lock.unlock();
+      }
+    }
+    for (Node<K, V> n : map.values()) {
+      retire(n, RemovalCause.CACHE_CLOSED);
+    }
+    closeQueue.add(stopMarker);
+    boolean interrupted = false;
+    try {
+      closer.join(TimeUnit.SECONDS.toMillis(30));
+    } catch (InterruptedException e) {
+      interrupted = true;
+    }
+    if (closer.isAlive()) {
+      LOG.warn("{}: closer thread did not stop within 30 s", config.name());
+    }
+    drainCloseQueue();
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Maintenance and stats
+
+  @Override
+  public void cleanUp() {
+    long now = ticker.read();
+    List<Node<K, V>> expired = new ArrayList<>();
+    List<Node<K, V>> stale = new ArrayList<>();
+    for (Stripe<K, V> s : stripes) {
+      s.lock.lock();
+      try {
+        s.drainBuffer();
+        s.sweep(now, idleExpiryNanos, expired, stale);
+      } finally {
+        s.lock.unlock();
+      }
+      for (Node<K, V> n : expired) {
+        finishRemoval(n, RemovalCause.EXPIRED, true);
+        scheduleClose(n);
+      }
+      for (Node<K, V> n : stale) {
+        finishRemoval(n, RemovalCause.STALE, true);
+        scheduleClose(n);
+      }
+      expired.clear();
+      stale.clear();
+    }
+    evictForSize(0);
+    thrash.evaluate(
+        now,
+        new ThrashDetector.Counts(
+            hits.sum(),
+            misses.sum(),
+            removals.get(RemovalCause.SIZE).sum(),
+            youngSizeEvictions.sum()),
+        capacity);
+  }
+
+  @Override
+  public LeaseCacheStats stats() {
+    int leased = 0;
+    for (Node<K, V> n : map.values()) {
+      int s = n.state();
+      if (s > 0 && n.value != null) {
+        leased++;
+      }
+    }
+    EnumMap<RemovalCause, Long> removed = new EnumMap<>(RemovalCause.class);
+    for (RemovalCause c : RemovalCause.values()) {
+      removed.put(c, removals.get(c).sum());
+    }
+    return new LeaseCacheStats(
+        hits.sum(),
+        misses.sum(),
+        loads.sum(),
+        loadFailures.sum(),
+        loadNanos.sum(),
+        maxLoadNanos.get(),
+        removed,
+        closeFailures.sum(),
+        thrash.warnings(),
+        thrash.recommendedCapacity(),
+        entries.get(),
+        leased,
+        fdsHeld.get(),
+        capacity,
+        fdBudget);
+  }
+
+  @Override
+  public LeaseCacheConfig.Sizing sizing() {
+    return sizing;
+  }
+
+  @Override
+  public String toString() {
+    return config.name() + "{" + stats() + "}";
+  }
+}
