@@ -1,0 +1,404 @@
+package io.scr.benchmarks.demo;
+
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.StockNative;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.HdrHistogram.Histogram;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
+
+/**
+ * {@code ./scr demo}: starts an embedded HDFS cluster, writes a dataset, reads it through every
+ * read path available in this JVM, checks the bytes, and prints a comparison table.
+ *
+ * <p>Every figure is measured in this run on this machine. Paths whose prerequisites are missing
+ * (libhadoop for stock short-circuit reads, scr classes not yet built) are listed with the reason
+ * instead of a number.
+ */
+public final class Demo {
+  private static final String FILE = "/demo/dataset";
+  private static final int PREAD_SIZE = 4096;
+  private static final int SCAN_BUFFER = 1 << 20;
+
+  /** One read in this many is compared byte for byte with the dataset. */
+  private static final int VERIFY_EVERY = 16;
+
+  private final PrintStream out;
+  private final Options options;
+
+  private Demo(PrintStream out, Options options) {
+    this.out = out;
+    this.options = options;
+  }
+
+  public static void main(String[] args) throws Exception {
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("scr demo: " + e.getMessage());
+      System.err.println(Options.USAGE);
+      System.exit(2);
+      return;
+    }
+    new Demo(System.out, options).run();
+    // MiniDFSCluster leaves daemon threads; nothing else to wait for.
+    System.exit(0);
+  }
+
+  private void run() throws IOException {
+    String stockCause = StockNative.unavailabilityCause();
+    DataNodeMode mode = stockCause == null ? DataNodeMode.STOCK_SCR : DataNodeMode.TCP;
+    out.printf(
+        Locale.ROOT,
+        "scr demo: %d MiB dataset, %d KiB blocks, %.1f s per workload and path, %d cores, Java %s%n",
+        options.fileMiB,
+        options.blockKiB,
+        options.seconds,
+        Runtime.getRuntime().availableProcessors(),
+        Runtime.version());
+    if (stockCause != null) {
+      out.println("note: stock short-circuit reads unavailable (" + stockCause + ")");
+    }
+    progress("starting an embedded HDFS cluster (" + mode + ")");
+    try (MiniDfs dfs =
+        MiniDfs.builder()
+            .dataNodes(1)
+            .blockSize(options.blockKiB * 1024L)
+            .mode(mode)
+            .configure(c -> c.set("dfs.client.socket-timeout", "60000"))
+            .start()) {
+      progress("writing " + options.fileMiB + " MiB");
+      byte[] data = dfs.writeRandomFile(FILE, Math.toIntExact(options.fileMiB << 20), options.seed);
+      List<Result> results = new ArrayList<>();
+      for (ReadPath path : ReadPath.values()) {
+        String unavailable = path.unavailabilityCause(mode);
+        if (unavailable != null) {
+          results.add(Result.unavailable(path, unavailable));
+          continue;
+        }
+        results.add(measure(dfs, path, data));
+      }
+      clearProgress();
+      printTable(results);
+    }
+  }
+
+  private Result measure(MiniDfs dfs, ReadPath path, byte[] data) throws IOException {
+    FileSystem fs = dfs.newFileSystem(path.clientSettings);
+    Result result = new Result(path);
+    try (FSDataInputStream in = fs.open(new Path(FILE))) {
+      scan(path, in, data, result); // the scan also warms the page cache for the preads
+      preads(path, in, data, result);
+      if (in instanceof HdfsDataInputStream) {
+        result.shortCircuitBytes =
+            ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead();
+        result.totalBytes = ((HdfsDataInputStream) in).getReadStatistics().getTotalBytesRead();
+      }
+    } finally {
+      fs.close();
+    }
+    return result;
+  }
+
+  private void scan(ReadPath path, FSDataInputStream in, byte[] data, Result result)
+      throws IOException {
+    byte[] buf = new byte[SCAN_BUFFER];
+    long deadline = System.nanoTime() + seconds(options.seconds);
+    long bytes = 0;
+    long start = System.nanoTime();
+    int passes = 0;
+    do {
+      in.seek(0);
+      long pos = 0;
+      while (pos < data.length) {
+        int n = in.read(buf, 0, buf.length);
+        if (n < 0) {
+          throw new IOException(path + ": unexpected end of file at " + pos);
+        }
+        check(path, buf, 0, n, data, pos);
+        pos += n;
+        bytes += n;
+        progressEvery(path, "scan", start, bytes >> 20, "MiB");
+      }
+      passes++;
+    } while (System.nanoTime() < deadline);
+    result.scanMiBps = (bytes / (1024.0 * 1024.0)) / ((System.nanoTime() - start) / 1e9);
+    result.scanPasses = passes;
+  }
+
+  private void preads(ReadPath path, FSDataInputStream in, byte[] data, Result result)
+      throws IOException {
+    byte[] buf = new byte[PREAD_SIZE];
+    SplittableRandom random = new SplittableRandom(options.seed);
+    Histogram latency = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+    long bound = data.length - PREAD_SIZE;
+    long start = System.nanoTime();
+    long deadline = start + seconds(options.seconds);
+    long ops = 0;
+    while (System.nanoTime() < deadline) {
+      for (int i = 0; i < 64; i++) {
+        long pos = random.nextLong(bound);
+        long t0 = System.nanoTime();
+        in.readFully(pos, buf, 0, PREAD_SIZE);
+        latency.recordValue(System.nanoTime() - t0);
+        if (ops++ % VERIFY_EVERY == 0) {
+          check(path, buf, 0, PREAD_SIZE, data, pos);
+        }
+      }
+      progressEvery(path, "random 4 KiB pread", start, ops, "ops");
+    }
+    double elapsed = (System.nanoTime() - start) / 1e9;
+    result.preadOpsPerSec = ops / elapsed;
+    result.preadP50Micros = latency.getValueAtPercentile(50) / 1000.0;
+    result.preadP99Micros = latency.getValueAtPercentile(99) / 1000.0;
+  }
+
+  private static void check(ReadPath path, byte[] buf, int off, int len, byte[] data, long pos)
+      throws IOException {
+    int from = Math.toIntExact(pos);
+    if (!Arrays.equals(buf, off, off + len, data, from, from + len)) {
+      throw new IOException(
+          path + " returned wrong bytes for [" + pos + ", " + (pos + len) + "): demo aborted");
+    }
+  }
+
+  private long lastProgress;
+
+  private void progressEvery(ReadPath path, String what, long start, long count, String unit) {
+    long now = System.nanoTime();
+    if (now - lastProgress < TimeUnit.MILLISECONDS.toNanos(200)) {
+      return;
+    }
+    lastProgress = now;
+    progress(
+        String.format(
+            Locale.ROOT,
+            "%-36s %-20s %5.1f s  %,d %s",
+            path.label,
+            what,
+            (now - start) / 1e9,
+            count,
+            unit));
+  }
+
+  /** A terminal gets one live line; a log gets one line per phase. */
+  private static final boolean INTERACTIVE = System.console() != null;
+
+  private String lastPhase = "";
+
+  private void progress(String line) {
+    if (INTERACTIVE) {
+      System.err.print("\r\033[K" + line);
+      System.err.flush();
+    } else {
+      String phase = line.length() > 50 ? line.substring(0, 50) : line;
+      if (!phase.equals(lastPhase)) {
+        lastPhase = phase;
+        System.err.println(line);
+      }
+    }
+  }
+
+  private static void clearProgress() {
+    if (INTERACTIVE) {
+      System.err.print("\r\033[K");
+      System.err.flush();
+    }
+  }
+
+  private void printTable(List<Result> results) {
+    Result baseline = null;
+    for (Result r : results) {
+      if (r.path == ReadPath.STOCK_TCP) {
+        baseline = r;
+      }
+    }
+    out.println();
+    out.printf(
+        Locale.ROOT,
+        "%-36s %12s %10s %10s %9s %12s %9s %14s%n",
+        "read path",
+        "pread ops/s",
+        "p50 µs",
+        "p99 µs",
+        "speedup",
+        "scan MiB/s",
+        "speedup",
+        "short-circuit");
+    for (Result r : results) {
+      if (r.unavailable != null) {
+        out.printf(Locale.ROOT, "%-36s unavailable: %s%n", r.path.label, r.unavailable);
+        continue;
+      }
+      out.printf(
+          Locale.ROOT,
+          "%-36s %,12.0f %10.1f %10.1f %8.1fx %,12.0f %8.1fx %13.0f%%%n",
+          r.path.label,
+          r.preadOpsPerSec,
+          r.preadP50Micros,
+          r.preadP99Micros,
+          baseline == null ? Double.NaN : r.preadOpsPerSec / baseline.preadOpsPerSec,
+          r.scanMiBps,
+          baseline == null ? Double.NaN : r.scanMiBps / baseline.scanMiBps,
+          r.totalBytes == 0 ? 0.0 : 100.0 * r.shortCircuitBytes / r.totalBytes);
+    }
+    out.println();
+    out.println(
+        "speedup: against stock TCP in this run; short-circuit: share of bytes the client's"
+            + " ReadStatistics counted as short-circuit; every "
+            + VERIFY_EVERY
+            + "th pread and every scan byte were checked against the dataset.");
+  }
+
+  private static long seconds(double s) {
+    return (long) (s * 1e9);
+  }
+
+  /** The read paths the demo compares, with the client settings that select each. */
+  enum ReadPath {
+    STOCK_TCP("stock HDFS, TCP", null, c -> c.setBoolean("dfs.client.read.shortcircuit", false)),
+    STOCK_SCR_HBASE(
+        "stock short-circuit, 128 KiB buffer",
+        null,
+        c -> {
+          c.setBoolean("dfs.client.read.shortcircuit", true);
+          c.setInt("dfs.client.read.shortcircuit.buffer.size", 128 * 1024);
+        }),
+    SCR_ACCESSOR(
+        "scr, replica accessor",
+        "io.scr.core.hdfs.ScrReplicaAccessorBuilder",
+        c -> {
+          c.setBoolean("dfs.client.read.shortcircuit", false);
+          c.set(
+              "dfs.client.replica.accessor.builder.classes",
+              "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
+        }),
+    SCR_FILESYSTEM(
+        "scr, ScrFileSystem",
+        "io.scr.core.hdfs.ScrFileSystem",
+        c -> {
+          c.setBoolean("dfs.client.read.shortcircuit", false);
+          c.set("fs.hdfs.impl", "io.scr.core.hdfs.ScrFileSystem");
+        });
+
+    final String label;
+    private final String requiredClass;
+    final Consumer<Configuration> clientSettings;
+
+    ReadPath(String label, String requiredClass, Consumer<Configuration> clientSettings) {
+      this.label = label;
+      this.requiredClass = requiredClass;
+      this.clientSettings = clientSettings;
+    }
+
+    String unavailabilityCause(DataNodeMode mode) {
+      if (this == STOCK_SCR_HBASE && mode != DataNodeMode.STOCK_SCR) {
+        return "needs libhadoop for the stock DataNode socket";
+      }
+      if (requiredClass != null) {
+        try {
+          Class.forName(requiredClass, false, Demo.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+          return requiredClass + " is not built yet";
+        }
+        if (mode != DataNodeMode.STOCK_SCR) {
+          return "needs a DataNode serving short-circuit reads";
+        }
+      }
+      return null;
+    }
+  }
+
+  private static final class Result {
+    final ReadPath path;
+    String unavailable;
+    double preadOpsPerSec;
+    double preadP50Micros;
+    double preadP99Micros;
+    double scanMiBps;
+    int scanPasses;
+    long shortCircuitBytes;
+    long totalBytes;
+
+    Result(ReadPath path) {
+      this.path = path;
+    }
+
+    static Result unavailable(ReadPath path, String why) {
+      Result r = new Result(path);
+      r.unavailable = why;
+      return r;
+    }
+  }
+
+  /** Command-line options of {@code ./scr demo}. */
+  static final class Options {
+    static final String USAGE =
+        "usage: ./scr demo [--seconds S] [--file-mib N] [--block-kib N] [--seed N]\n"
+            + "  --seconds    time per workload and read path (default 2)\n"
+            + "  --file-mib   dataset size in MiB (default 64)\n"
+            + "  --block-kib  HDFS block size in KiB, a multiple of 512 bytes (default 16384)\n"
+            + "  --seed       random seed for data and offsets (default 42)";
+    double seconds = 2;
+    long fileMiB = 64;
+    long blockKiB = 16 * 1024;
+    long seed = 42;
+
+    static Options parse(String[] args) {
+      Options o = new Options();
+      for (int i = 0; i < args.length; i++) {
+        String arg = args[i];
+        if (arg.equals("-h") || arg.equals("--help")) {
+          throw new IllegalArgumentException("help requested");
+        }
+        if (i + 1 >= args.length) {
+          throw new IllegalArgumentException("option " + arg + " needs a value");
+        }
+        String value = args[++i];
+        try {
+          switch (arg) {
+            case "--seconds":
+              o.seconds = Double.parseDouble(value);
+              break;
+            case "--file-mib":
+              o.fileMiB = Long.parseLong(value);
+              break;
+            case "--block-kib":
+              o.blockKiB = Long.parseLong(value);
+              break;
+            case "--seed":
+              o.seed = Long.parseLong(value);
+              break;
+            default:
+              throw new IllegalArgumentException("unknown option " + arg);
+          }
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException(arg + " expects a number, got '" + value + "'", e);
+        }
+      }
+      if (o.seconds <= 0 || o.seconds > 600) {
+        throw new IllegalArgumentException("--seconds must be in (0, 600], got " + o.seconds);
+      }
+      if (o.fileMiB < 1 || o.fileMiB > 1024) {
+        throw new IllegalArgumentException("--file-mib must be in [1, 1024], got " + o.fileMiB);
+      }
+      if (o.blockKiB < 1 || o.blockKiB * 1024 % 512 != 0) {
+        throw new IllegalArgumentException("--block-kib must be positive, got " + o.blockKiB);
+      }
+      return o;
+    }
+  }
+}
