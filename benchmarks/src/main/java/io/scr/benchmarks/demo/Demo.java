@@ -38,7 +38,7 @@ public final class Demo {
   private final PrintStream out;
   private final Options options;
 
-  private Demo(PrintStream out, Options options) {
+  Demo(PrintStream out, Options options) {
     this.out = out;
     this.options = options;
   }
@@ -58,7 +58,7 @@ public final class Demo {
     System.exit(0);
   }
 
-  private void run() throws IOException {
+  void run() throws IOException {
     String stockCause = StockNative.unavailabilityCause();
     DataNodeMode mode = stockCause == null ? DataNodeMode.STOCK_SCR : DataNodeMode.TCP;
     out.printf(
