@@ -24,7 +24,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 public final class MiniDfsExtension
     implements BeforeAllCallback, AfterAllCallback, BeforeEachCallback {
   /** How long resources may take to wind down after the cluster shut down. */
-  private static final Duration RELEASE_PATIENCE = Duration.ofSeconds(15);
+  private static final Duration RELEASE_PATIENCE = Duration.ofSeconds(30);
 
   /** False until the first cluster of this JVM shut down; see {@link ResourceSnapshot}. */
   private static volatile boolean jvmWarm;
