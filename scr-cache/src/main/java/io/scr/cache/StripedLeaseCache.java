@@ -146,6 +146,7 @@ final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K,
 
   private Lease<V> leaseSlow(K key, ValueLoader<? super K, ? extends V> loader) throws IOException {
     misses.increment();
+    thrash.missedKeys.offer(key.hashCode());
     for (; ; ) {
       if (closed) {
         throw new LeaseCacheClosedException(config.name() + " is closed; cannot lease " + key);

@@ -21,10 +21,11 @@ import org.slf4j.LoggerFactory;
  *   <li>the hit rate fell since the previous window, or is below 90%.
  * </ol>
  *
- * <p>The working set estimate is {@code min(capacity / hitRate, capacity + distinctMissedKeys)}:
- * the first is exact for uniform access under LRU, the second bounds the distinct keys the window
- * touched (the keys it hit were cached, at most {@code capacity}; the missed keys are counted by a
- * {@link DistinctCounter}). The recommendation adds 10% headroom.
+ * <p>The working set estimate is {@code min(capacity / hitRate, distinctMissedKeys + min(capacity,
+ * hits))}: the first is exact for uniform access under LRU; the second counts the distinct keys the
+ * window missed (a {@link DistinctCounter}) plus at most the keys it hit, which were cached. A
+ * cyclic scan over {@code W} keys, where every access misses, gives {@code W}. The recommendation
+ * adds 10% headroom.
  *
  * <p><b>Thread-safety.</b> {@link #evaluate} is synchronized on this detector; it runs from
  * maintenance, never on the lease path.
@@ -120,8 +121,11 @@ final class ThrashDetector {
         evicted > 0 && young * 2 >= evicted && (hitRate < lastHitRate || hitRate < 0.9);
     if (thrashing) {
       double byRate = hitRate > 0 ? capacity / hitRate : Double.MAX_VALUE;
-      double workingSet = Math.min(byRate, (double) capacity + missedKeys.estimate());
-      recommended = (int) Math.min(Integer.MAX_VALUE - 8, Math.ceil(workingSet * 1.1));
+      double seen = missedKeys.estimate() + (double) Math.min(capacity, hits);
+      double workingSet = Math.min(byRate, seen);
+      recommended =
+          (int)
+              Math.min(Integer.MAX_VALUE - 8, Math.max(capacity + 1, Math.ceil(workingSet * 1.1)));
       if (!warned || now - lastWarning >= warnIntervalNanos) {
         warned = true;
         lastWarning = now;

@@ -415,7 +415,7 @@ class LeaseCacheTest {
       if (System.nanoTime() > deadline) {
         throw new AssertionError("condition not reached within 10 s");
       }
-      Thread.yield();
+      Thread.onSpinWait();
     }
   }
 }
