@@ -41,6 +41,8 @@ public final class ResourceSnapshot {
               + "|Timer for '.*' metrics system|GcTimeMonitor.*|java-sdk-http-connection-reaper"
               + "|IPC Parameter Sending Thread.*|Keep-Alive-Timer|SSL Certificates Store Monitor"
               + "|ForkJoinPool-\\d+-worker-\\d+|Log4j2?-.*|AsyncAppender-.*"
+              // the DataNode's static ReadaheadPool.getInstance(), never shut down:
+              + "|Readahead Thread #\\d+"
               // per dfs.client.context, static in ClientContext, no public close:
               + "|org\\.apache\\.hadoop\\.hdfs\\.PeerCache@.*"
               // a DFSClient's renewer outlives its last client by a 60 s grace period:
