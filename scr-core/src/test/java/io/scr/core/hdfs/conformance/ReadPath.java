@@ -1,0 +1,103 @@
+package io.scr.core.hdfs.conformance;
+
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import java.util.function.Consumer;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+
+/**
+ * The client read paths the conformance suite compares, each as a way to open a {@link FileSystem}
+ * on a {@link MiniDfs} cluster. Every path must return the bytes that were written; the paths
+ * differ only in who serves them, which {@link #shortCircuitsLocalReads()} states.
+ */
+public enum ReadPath {
+  /** Stock client, short-circuit off: every byte over TCP. The reference. */
+  STOCK_TCP(false) {
+    @Override
+    void configure(Configuration conf, MiniDfs dfs) {
+      conf.setBoolean("dfs.client.read.shortcircuit", false);
+    }
+  },
+  /** Stock client with libhadoop short-circuit reads (needs a {@code STOCK_SCR} cluster). */
+  STOCK_SCR(true) {
+    @Override
+    void configure(Configuration conf, MiniDfs dfs) {
+      if (dfs.mode() != DataNodeMode.STOCK_SCR) {
+        throw new IllegalStateException(
+            "STOCK_SCR reads need a STOCK_SCR cluster, not " + dfs.mode());
+      }
+      conf.setBoolean("dfs.client.read.shortcircuit", true);
+    }
+  },
+  /**
+   * Stock {@code DistributedFileSystem} with the scr {@code ReplicaAccessorBuilder} (integration
+   * point 1). Stock short-circuit stays off so every short-circuit byte is the accessor's.
+   */
+  SCR_ACCESSOR(true) {
+    @Override
+    void configure(Configuration conf, MiniDfs dfs) {
+      requireClass(ACCESSOR_BUILDER_CLASS);
+      conf.set("dfs.client.replica.accessor.builder.classes", ACCESSOR_BUILDER_CLASS);
+      conf.setBoolean("dfs.client.read.shortcircuit", false);
+      scrSockets(conf, dfs);
+    }
+  },
+  /** {@code fs.hdfs.impl = io.scr.core.hdfs.ScrFileSystem} (integration point 2). */
+  SCR_FILESYSTEM(true) {
+    @Override
+    void configure(Configuration conf, MiniDfs dfs) {
+      requireClass(FILE_SYSTEM_CLASS);
+      conf.set("fs.hdfs.impl", FILE_SYSTEM_CLASS);
+      scrSockets(conf, dfs);
+    }
+  };
+
+  static final String ACCESSOR_BUILDER_CLASS = "io.scr.core.hdfs.ScrReplicaAccessorBuilder";
+  static final String FILE_SYSTEM_CLASS = "io.scr.core.hdfs.ScrFileSystem";
+
+  private final boolean shortCircuitsLocalReads;
+
+  ReadPath(boolean shortCircuitsLocalReads) {
+    this.shortCircuitsLocalReads = shortCircuitsLocalReads;
+  }
+
+  /** Whether reads of local, finalized replicas count as short-circuit bytes on this path. */
+  public boolean shortCircuitsLocalReads() {
+    return shortCircuitsLocalReads;
+  }
+
+  /** Opens a new, uncached file system for this path; the cluster closes it. */
+  public FileSystem open(MiniDfs dfs) {
+    return open(dfs, c -> {});
+  }
+
+  /** Opens a new file system for this path with {@code extra} settings applied last. */
+  public FileSystem open(MiniDfs dfs, Consumer<Configuration> extra) {
+    return dfs.newFileSystem(
+        c -> {
+          configure(c, dfs);
+          extra.accept(c);
+        });
+  }
+
+  abstract void configure(Configuration conf, MiniDfs dfs);
+
+  /**
+   * Where the scr client finds the DataNode sockets: in mode A the stock {@code
+   * dfs.domain.socket.path} the cluster already sets; in mode B the shim's path.
+   */
+  static void scrSockets(Configuration conf, MiniDfs dfs) {
+    if (dfs.mode() == DataNodeMode.SHIM) {
+      conf.set("dfs.domain.socket.path", conf.get(MiniDfs.SHIM_SOCKET_PATH_KEY));
+    }
+  }
+
+  private static void requireClass(String name) {
+    try {
+      Class.forName(name, false, ReadPath.class.getClassLoader());
+    } catch (ClassNotFoundException e) {
+      throw new IllegalStateException(name + " is not on the test classpath (not built yet?)", e);
+    }
+  }
+}

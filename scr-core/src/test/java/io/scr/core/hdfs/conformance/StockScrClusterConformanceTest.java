@@ -1,0 +1,24 @@
+package io.scr.core.hdfs.conformance;
+
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.MiniDfsExtension;
+import java.util.List;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Mode A (stock DataNode with libhadoop): the stock read paths, proving the suite itself. */
+class StockScrClusterConformanceTest extends AbstractReadConformanceTest {
+  @RegisterExtension
+  static final MiniDfsExtension DFS =
+      MiniDfs.builder().blockSize(BLOCK_SIZE).mode(DataNodeMode.STOCK_SCR).buildExtension();
+
+  @Override
+  protected MiniDfs dfs() {
+    return DFS.dfs();
+  }
+
+  @Override
+  protected List<ReadPath> paths() {
+    return List.of(ReadPath.STOCK_TCP, ReadPath.STOCK_SCR);
+  }
+}
