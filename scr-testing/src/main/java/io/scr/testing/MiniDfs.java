@@ -43,6 +43,16 @@ public final class MiniDfs implements AutoCloseable {
   /** Key the scr shim reads for its socket path (set here in {@link DataNodeMode#SHIM}). */
   public static final String SHIM_SOCKET_PATH_KEY = "scr.shim.socket.path";
 
+  /**
+   * The shim's TEST-ONLY switch that skips its socket path security check, which rejects the
+   * world-writable temporary directories tests use (set here in {@link DataNodeMode#SHIM}).
+   */
+  public static final String SHIM_SKIP_PATH_VALIDATION_KEY =
+      "scr.shim.socket.path.validation.skip.test-only";
+
+  /** How long {@link DataNodeMode#SHIM} start-up waits for every DataNode's shim socket. */
+  private static final long SHIM_SOCKET_WAIT_MS = 30_000;
+
   static final String SHIM_PLUGIN_CLASS = "io.scr.shim.ScrShimPlugin";
   private static final AtomicInteger CLUSTER_IDS = new AtomicInteger();
 
@@ -53,6 +63,7 @@ public final class MiniDfs implements AutoCloseable {
   private final Path baseDir;
   private final Path socketDir;
   private final Configuration conf;
+  private final Configuration clientBase;
   private final List<FileSystem> openedFileSystems = new ArrayList<>();
   private MiniDFSCluster cluster;
   private boolean closed;
@@ -65,6 +76,7 @@ public final class MiniDfs implements AutoCloseable {
     this.baseDir = Files.createTempDirectory(tmp, "minidfs-" + id + "-");
     this.socketDir = createSocketDir(tmp);
     this.conf = spec.mode == DataNodeMode.STOCK_SCR ? stockConf(id) : baseConf(id);
+    this.clientBase = spec.mode == DataNodeMode.SHIM ? shimClientConf(conf) : conf;
   }
 
   /** Starts a builder; {@link Builder#start()} brings the cluster up. */
@@ -102,10 +114,32 @@ public final class MiniDfs implements AutoCloseable {
             e);
       }
       c.set("dfs.datanode.plugins", SHIM_PLUGIN_CLASS);
-      c.set(SHIM_SOCKET_PATH_KEY, socketDir.resolve("shim._PORT.sock").toString());
+      c.set(SHIM_SOCKET_PATH_KEY, shimSocketTemplate());
+      c.setBoolean(SHIM_SKIP_PATH_VALIDATION_KEY, true);
+      // dfs.domain.socket.path stays unset on the cluster: the DataNode must not bind a stock
+      // socket next to the shim's.
     }
     for (Consumer<Configuration> customizer : spec.customizers) {
       customizer.accept(c);
+    }
+    return c;
+  }
+
+  private String shimSocketTemplate() {
+    return socketDir.resolve("shim._PORT.sock").toString();
+  }
+
+  /**
+   * Client settings in {@link DataNodeMode#SHIM}: short-circuit reads through the shim's socket
+   * (mode C with the stock client, which needs libhadoop: call {@link
+   * StockNative#requireAvailable()}; mode B with the scr client, which reads the same keys).
+   */
+  private Configuration shimClientConf(Configuration clusterConf) {
+    Configuration c = new Configuration(clusterConf);
+    c.setBoolean("dfs.client.read.shortcircuit", true);
+    c.set("dfs.domain.socket.path", shimSocketTemplate());
+    for (Consumer<Configuration> customizer : spec.customizers) {
+      customizer.accept(c); // customizers win over the mode's defaults
     }
     return c;
   }
@@ -127,6 +161,38 @@ public final class MiniDfs implements AutoCloseable {
             .numDataNodes(spec.dataNodes)
             .build();
     cluster.waitActive();
+    if (spec.mode == DataNodeMode.SHIM) {
+      awaitShimSockets();
+    }
+  }
+
+  /**
+   * The shim binds once its DataNode's dataset exists, shortly after registration; a client that
+   * connected before would mark the path unusable for 10 minutes, so start-up waits for it.
+   */
+  private void awaitShimSockets() throws IOException {
+    long deadline = System.nanoTime() + SHIM_SOCKET_WAIT_MS * 1_000_000L;
+    for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+      Path socket = Paths.get(socketPath(i));
+      while (!Files.exists(socket)) {
+        if (System.nanoTime() - deadline > 0) {
+          throw new IOException(
+              "the scr shim of DataNode "
+                  + i
+                  + " did not bind "
+                  + socket
+                  + " within "
+                  + SHIM_SOCKET_WAIT_MS
+                  + " ms; see the DataNode log for the shim's error");
+        }
+        try {
+          Thread.sleep(10); // a file appearing has no latch to wait on across modules
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted waiting for " + socket, e);
+        }
+      }
+    }
   }
 
   /** The running cluster. */
@@ -169,7 +235,7 @@ public final class MiniDfs implements AutoCloseable {
 
   /** A copy of the client configuration for this cluster and mode (fs.defaultFS set). */
   public Configuration clientConf() {
-    Configuration c = new Configuration(conf);
+    Configuration c = new Configuration(clientBase);
     c.set("fs.defaultFS", cluster.getURI().toString());
     return c;
   }

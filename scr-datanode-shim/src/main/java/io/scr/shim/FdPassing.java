@@ -1,0 +1,155 @@
+package io.scr.shim;
+
+import java.io.FileDescriptor;
+import java.io.IOException;
+import jnr.ffi.LibraryLoader;
+import jnr.ffi.Memory;
+import jnr.ffi.Pointer;
+import jnr.ffi.Runtime;
+import org.newsclub.net.unix.FileDescriptorCast;
+
+/**
+ * Passes fds the way the stock client expects them: one {@code sendmsg(2)} carrying every fd in a
+ * single {@code SCM_RIGHTS} control message plus exactly one data byte. The stock client does one
+ * {@code recvmsg} and treats a missing fd as a failure, so Netty's one-fd-per-message writes are
+ * not enough.
+ *
+ * <p>fd ownership: {@link #send} borrows the fds; the kernel gives the peer its own duplicates, and
+ * the caller still closes its copies. Probed once ({@link #unavailabilityCause()}); the struct
+ * layout is the LP64 Linux one (x86-64, aarch64). Thread-safe: calls share no state.
+ */
+final class FdPassing {
+  /** What {@link #send} returns when the socket buffer is full and the caller must retry later. */
+  static final int WOULD_BLOCK = -2;
+
+  private static final int SOL_SOCKET = 1;
+  private static final int SCM_RIGHTS = 1;
+  private static final int MSG_DONTWAIT = 0x40;
+  private static final int MSG_NOSIGNAL = 0x4000;
+  private static final int EAGAIN = 11;
+  private static final int EINTR = 4;
+
+  /** Linux SCM_MAX_FD. */
+  static final int MAX_FDS = 253;
+
+  /** msghdr + iovec + data byte + the largest control message. */
+  private static final int SCRATCH_BYTES = 80 + 16 + ((4 * MAX_FDS + 7) & ~7);
+
+  /** Per-thread native scratch (event-loop threads): no allocation per message. */
+  private static final ThreadLocal<Pointer> SCRATCH =
+      ThreadLocal.withInitial(() -> Memory.allocateDirect(runtime(), SCRATCH_BYTES, true));
+
+  private static final LibC LIBC;
+  private static final Runtime RUNTIME;
+  private static final Throwable UNAVAILABILITY;
+
+  static {
+    LibC lib = null;
+    Runtime rt = null;
+    Throwable cause = null;
+    try {
+      String arch = System.getProperty("os.arch", "");
+      if (!System.getProperty("os.name", "").startsWith("Linux")
+          || !(arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64"))) {
+        throw new UnsupportedOperationException(
+            "fd passing is implemented for 64-bit Linux (x86-64, aarch64), not "
+                + System.getProperty("os.name")
+                + "/"
+                + arch);
+      }
+      lib = LibraryLoader.create(LibC.class).load("c");
+      rt = Runtime.getRuntime(lib);
+    } catch (Throwable t) { // LinkageError or a jnr failure: report it, never crash the DataNode
+      cause = t;
+      lib = null;
+    }
+    LIBC = lib;
+    RUNTIME = rt;
+    UNAVAILABILITY = cause;
+  }
+
+  private FdPassing() {}
+
+  private static Runtime runtime() {
+    return RUNTIME;
+  }
+
+  /** Null when fd passing works, else why not. */
+  static Throwable unavailabilityCause() {
+    return UNAVAILABILITY;
+  }
+
+  /** The int fd behind a {@link FileDescriptor} (a view: owned by whoever owns the descriptor). */
+  static int fdNumber(FileDescriptor fd) throws IOException {
+    return FileDescriptorCast.using(fd).as(Integer.class);
+  }
+
+  /**
+   * One non-blocking {@code sendmsg} of {@code fds} and the single byte {@code dataByte} on {@code
+   * socketFd}.
+   *
+   * @return 1 when sent, or {@link #WOULD_BLOCK} when the socket buffer is full (nothing was sent)
+   * @throws IOException with errno for any other failure (e.g. the peer closed)
+   */
+  static int send(int socketFd, int[] fds, byte dataByte) throws IOException {
+    if (LIBC == null) {
+      throw new IOException("fd passing is unavailable", UNAVAILABILITY);
+    }
+    if (fds.length == 0 || fds.length > MAX_FDS) {
+      throw new IllegalArgumentException("cannot pass " + fds.length + " fds in one message");
+    }
+    int dataLen = 4 * fds.length;
+    int cmsgLen = 16 + dataLen; // CMSG_LEN
+    int cmsgSpace = 16 + ((dataLen + 7) & ~7); // CMSG_SPACE
+    // One allocation: [msghdr 56][iovec 16][byte 8][cmsg space]
+    int msgOff = 0;
+    int iovOff = 56;
+    int byteOff = 72;
+    int cmsgOff = 80;
+    Pointer mem = SCRATCH.get();
+    long base = mem.address();
+    mem.putByte(byteOff, dataByte);
+    mem.putLong(iovOff, base + byteOff); // iov_base
+    mem.putLong(iovOff + 8, 1); // iov_len
+    mem.putLong(cmsgOff, cmsgLen); // cmsg_len
+    mem.putInt(cmsgOff + 8, SOL_SOCKET);
+    mem.putInt(cmsgOff + 12, SCM_RIGHTS);
+    for (int i = 0; i < fds.length; i++) {
+      mem.putInt(cmsgOff + 16 + 4L * i, fds[i]);
+    }
+    mem.putLong(msgOff, 0); // msg_name
+    mem.putInt(msgOff + 8, 0); // msg_namelen
+    mem.putLong(msgOff + 16, base + iovOff); // msg_iov
+    mem.putLong(msgOff + 24, 1); // msg_iovlen
+    mem.putLong(msgOff + 32, base + cmsgOff); // msg_control
+    mem.putLong(msgOff + 40, cmsgSpace); // msg_controllen
+    mem.putInt(msgOff + 48, 0); // msg_flags
+    while (true) {
+      long n = LIBC.sendmsg(socketFd, mem, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n == 1) {
+        return 1;
+      }
+      int errno = RUNTIME.getLastError();
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0 && errno == EAGAIN) {
+        return WOULD_BLOCK;
+      }
+      throw new IOException(
+          "sendmsg of "
+              + fds.length
+              + " fds on fd "
+              + socketFd
+              + " failed: n="
+              + n
+              + " errno="
+              + errno);
+    }
+  }
+
+  /** The libc calls used here. */
+  public interface LibC {
+    long sendmsg(int sockfd, Pointer msg, int flags);
+  }
+}

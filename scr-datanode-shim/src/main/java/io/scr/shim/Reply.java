@@ -1,0 +1,114 @@
+package io.scr.shim;
+
+import io.scr.shim.SegmentRegistry.ShimSegment;
+import io.scr.shm.SharedMemoryFd;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a request produced: the response bytes, the fds to pass after them, and what the connection
+ * does next. Built on a worker thread, then handed to the connection's event loop, which alone
+ * touches it from then on.
+ *
+ * <p>fd ownership: the reply owns {@code streams} and {@code shmFd}; {@link #closeOwnCopies()}
+ * closes them exactly once, after the {@code sendmsg} (the peer has its own duplicates) or when the
+ * reply is abandoned.
+ */
+final class Reply {
+  private static final Logger LOG = LoggerFactory.getLogger(Reply.class);
+
+  final ShimMetrics.OpKind op;
+  final Status status;
+  final byte[] bytes;
+  final long startNanos;
+  final List<FileInputStream> streams = new ArrayList<>();
+  SharedMemoryFd shmFd;
+  byte dataByte;
+
+  /** Close the connection once the response is out (bad token, limits, garbage). */
+  boolean closeAfter;
+
+  /** Send nothing, just close (malformed input: stock closes without a reply). */
+  boolean closeOnly;
+
+  /** Wait for the client's receipt byte before reading the next request. */
+  boolean awaitReceipt;
+
+  /** Runs if the fds never reach the client or the receipt never comes: unregisters slots. */
+  Runnable onFailure;
+
+  /** A segment this connection now carries: any later byte or EOF frees it. */
+  ShimSegment newSegment;
+
+  Reply(ShimMetrics.OpKind op, Status status, byte[] bytes, long startNanos) {
+    this.op = op;
+    this.status = status;
+    this.bytes = bytes;
+    this.startNanos = startNanos;
+  }
+
+  static Reply closeOnly(ShimMetrics.OpKind op, long startNanos) {
+    Reply r = new Reply(op, Status.ERROR, new byte[0], startNanos);
+    r.closeOnly = true;
+    return r;
+  }
+
+  boolean hasFds() {
+    return !streams.isEmpty() || shmFd != null;
+  }
+
+  /** The fd numbers to pass, in order (views owned by this reply). */
+  int[] fdNumbers() throws IOException {
+    if (shmFd != null) {
+      return new int[] {shmFd.fd()};
+    }
+    int[] fds = new int[streams.size()];
+    for (int i = 0; i < fds.length; i++) {
+      fds[i] = FdPassing.fdNumber(streams.get(i).getFD());
+    }
+    return fds;
+  }
+
+  int fdCount() {
+    return shmFd != null ? 1 : streams.size();
+  }
+
+  /** Closes the shim's own copies of every fd; idempotent. */
+  void closeOwnCopies() {
+    for (FileInputStream s : streams) {
+      try {
+        s.close();
+      } catch (IOException e) {
+        LOG.warn("Could not close a replica stream after passing it", e);
+      }
+    }
+    streams.clear();
+    if (shmFd != null) {
+      shmFd.close();
+      shmFd = null;
+    }
+  }
+
+  /** The reply will not complete: close fds and undo registrations. */
+  void abandon(SegmentRegistry registry) {
+    closeOwnCopies();
+    runOnFailure();
+    if (newSegment != null) {
+      registry.remove(newSegment);
+      newSegment = null;
+    }
+  }
+
+  void runOnFailure() {
+    Runnable r = onFailure;
+    onFailure = null;
+    if (r != null) {
+      r.run();
+    }
+  }
+}

@@ -1,0 +1,220 @@
+package io.scr.shim;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The catalogue of every configuration key the shim reads, with its type, default and meaning. The
+ * shim reads keys only through this class; {@code docs/shim.md} lists the same keys.
+ *
+ * <p>All keys are read from the DataNode's own configuration ({@code hdfs-site.xml}) when the
+ * plugin starts. Immutable and thread-safe.
+ */
+public final class ScrShimKeys {
+  private static final List<Key> ALL = new ArrayList<>();
+
+  /**
+   * UNIX socket the shim listens on; {@code _PORT} is replaced by the DataNode's transfer port, as
+   * stock {@code dfs.domain.socket.path} does. Required: without it the plugin logs why and serves
+   * nothing.
+   */
+  public static final Key SOCKET_PATH =
+      define(
+          "scr.shim.socket.path",
+          Type.STRING,
+          "",
+          "UNIX socket path the shim serves short-circuit requests on; _PORT becomes the DataNode"
+              + " transfer port. Point stock clients' dfs.domain.socket.path at it.");
+
+  /** listen(2) backlog. Stock hard-codes 128; connect() stalls ~3 s when the queue overflows. */
+  public static final Key SOCKET_BACKLOG =
+      define(
+          "scr.shim.socket.backlog",
+          Type.INT,
+          "1024",
+          "listen(2) backlog of the shim socket (stock DataNodes hard-code 128; overflow costs"
+              + " clients a 3-second connect retry). The kernel caps it at net.core.somaxconn.");
+
+  /**
+   * TEST ONLY. Skips the socket path security check, which rejects the world-writable temporary
+   * directories tests run in. Never set it on a real DataNode: anyone who can write a parent
+   * directory can replace the socket and impersonate the DataNode.
+   */
+  public static final Key SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY =
+      define(
+          "scr.shim.socket.path.validation.skip.test-only",
+          Type.BOOLEAN,
+          "false",
+          "TEST ONLY: skip the socket path security check (temporary directories are"
+              + " world-writable). Never set on a real DataNode.");
+
+  /** Netty event-loop threads serving connections. */
+  public static final Key IO_THREADS =
+      define("scr.shim.io.threads", Type.INT, "2", "Netty epoll event-loop threads.");
+
+  /** Threads that open replica files and check tokens, off the event loop. */
+  public static final Key WORKER_THREADS =
+      define(
+          "scr.shim.worker.threads",
+          Type.INT,
+          "4",
+          "Threads that open replica files through FsDatasetSpi (disk I/O stays off the event"
+              + " loop).");
+
+  /** Requests waiting for a worker beyond this are refused with ERROR and the connection closed. */
+  public static final Key WORKER_QUEUE =
+      define(
+          "scr.shim.worker.queue",
+          Type.INT,
+          "4096",
+          "Requests queued for workers before new ones are refused (ERROR, connection closed).");
+
+  /** Largest request body accepted; larger length prefixes close the connection. */
+  public static final Key MAX_REQUEST_BYTES =
+      define(
+          "scr.shim.max.request.bytes",
+          Type.INT,
+          "65536",
+          "Largest protobuf request body accepted; a larger length prefix closes the connection.");
+
+  /** How long to wait for the client's receipt byte after passing fds. */
+  public static final Key RECEIPT_TIMEOUT_MS =
+      define(
+          "scr.shim.receipt.timeout.ms",
+          Type.LONG,
+          "60000",
+          "How long the shim waits for the receipt byte after passing fds (stock waits"
+              + " dfs.client.socket-timeout); on timeout or EOF the slot is unregistered.");
+
+  /** A connection with no request in flight is closed after this long (not shm connections). */
+  public static final Key IDLE_TIMEOUT_MS =
+      define(
+          "scr.shim.connection.idle.timeout.ms",
+          Type.LONG,
+          "60000",
+          "Closes a request connection that sends nothing for this long; shared-memory"
+              + " connections live as long as the client keeps them.");
+
+  /** Connections one client process (by peer pid) may hold open at once. */
+  public static final Key CLIENT_MAX_CONNECTIONS =
+      define(
+          "scr.shim.client.max.connections",
+          Type.INT,
+          "1024",
+          "Open connections one client process (SO_PEERCRED pid) may hold; more are answered"
+              + " ERROR and closed.");
+
+  /** Shared-memory segments one client process may hold. */
+  public static final Key CLIENT_MAX_SEGMENTS =
+      define(
+          "scr.shim.client.max.segments",
+          Type.INT,
+          "256",
+          "Shared-memory segments (8 KiB, 128 slots each) one client process may hold; more are"
+              + " answered ERROR_UNSUPPORTED so stock clients stop asking.");
+
+  /** Registered slots one client process may hold. */
+  public static final Key CLIENT_MAX_SLOTS =
+      define(
+          "scr.shim.client.max.slots",
+          Type.INT,
+          "16384",
+          "Registered slots one client process may hold; more are answered ERROR.");
+
+  /** How often the invalidator polls the replica map for registered blocks. */
+  public static final Key INVALIDATION_INTERVAL_MS =
+      define(
+          "scr.shim.invalidation.interval.ms",
+          Type.LONG,
+          "200",
+          "How often registered replicas are checked against the DataNode's replica map; a"
+              + " deleted, moved or re-stamped replica loses VALID within one interval plus one"
+              + " scan.");
+
+  /** Whether segments use memfd_create (sealed) when the kernel supports it. */
+  public static final Key SHM_USE_MEMFD =
+      define(
+          "scr.shim.shm.memfd",
+          Type.BOOLEAN,
+          "true",
+          "Create segments with memfd_create (sealed against shrinking) when available; false"
+              + " forces deleted files in scr.shim.shm.dir.");
+
+  /** Directory for deleted-file segments when memfd is off or unavailable. */
+  public static final Key SHM_DIR =
+      define(
+          "scr.shim.shm.dir",
+          Type.STRING,
+          "/dev/shm",
+          "tmpfs directory for deleted-file segments when memfd is unavailable or disabled.");
+
+  /** Whether the scr extensions (batched fd requests and releases) are offered. */
+  public static final Key EXTENSIONS_ENABLED =
+      define(
+          "scr.shim.extensions.enabled",
+          Type.BOOLEAN,
+          "true",
+          "Offer the scr protocol extensions (batched fd requests and releases) to clients that"
+              + " ask for them with op 127; stock clients never ask and never see them.");
+
+  private ScrShimKeys() {}
+
+  private static Key define(String name, Type type, String defaultValue, String description) {
+    Key key = new Key(name, type, defaultValue, description);
+    ALL.add(key);
+    return key;
+  }
+
+  /** Every key, in catalogue order. */
+  public static List<Key> all() {
+    return Collections.unmodifiableList(ALL);
+  }
+
+  /** Value types of keys. */
+  public enum Type {
+    STRING,
+    INT,
+    LONG,
+    BOOLEAN
+  }
+
+  /** One configuration key: name, type, default and description. Immutable. */
+  public static final class Key {
+    private final String name;
+    private final Type type;
+    private final String defaultValue;
+    private final String description;
+
+    Key(String name, Type type, String defaultValue, String description) {
+      this.name = Objects.requireNonNull(name);
+      this.type = Objects.requireNonNull(type);
+      this.defaultValue = Objects.requireNonNull(defaultValue);
+      this.description = Objects.requireNonNull(description);
+    }
+
+    /** The key as written in hdfs-site.xml. */
+    public String name() {
+      return name;
+    }
+
+    public Type type() {
+      return type;
+    }
+
+    /** The default, as it would be written in hdfs-site.xml. */
+    public String defaultValue() {
+      return defaultValue;
+    }
+
+    public String description() {
+      return description;
+    }
+
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+}

@@ -1,0 +1,248 @@
+package io.scr.shim;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.shm.SegmentFactory;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Collections;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
+import org.apache.hadoop.net.unix.DomainSocket;
+import org.apache.hadoop.util.ServicePlugin;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * DataNode plugin that serves HDFS short-circuit reads over a Netty epoll UNIX socket, wire
+ * compatible with a stock DataNode (ops 87, 88, 89), without libhadoop. Enable it in {@code
+ * hdfs-site.xml}:
+ *
+ * <pre>{@code
+ * dfs.datanode.plugins = io.scr.shim.ScrShimPlugin
+ * scr.shim.socket.path = /var/lib/hadoop-hdfs/scr._PORT.sock
+ * }</pre>
+ *
+ * and point clients' {@code dfs.domain.socket.path} at the same path. Keys: {@link ScrShimKeys}.
+ *
+ * <p>Lifecycle: {@link #start(Object)} (called by the DataNode after its servers are up) returns at
+ * once; a control thread ({@code scr-shim-control}) waits for the DataNode's dataset, which may
+ * still be null then, checks the socket path's security and binds. It then runs the invalidation
+ * scan every {@code scr.shim.invalidation.interval.ms}. {@link #stop()} (from DataNode shutdown)
+ * closes the socket, every connection and segment, and every thread the plugin started, and removes
+ * the socket file. A failure to serve is logged with its cause and fix and never stops the
+ * DataNode.
+ *
+ * <p>Thread-safety: {@code start}, {@code stop} and the accessors may be called from any thread;
+ * lifecycle state is guarded by this object's monitor.
+ */
+public final class ScrShimPlugin implements ServicePlugin {
+  private static final Logger LOG = LoggerFactory.getLogger(ScrShimPlugin.class);
+  private static final long DATASET_POLL_MS = 50;
+
+  private final ShimMetrics metrics = new ShimMetrics();
+  private final CountDownLatch serving = new CountDownLatch(1);
+
+  @GuardedBy("this")
+  private ScheduledThreadPoolExecutor control;
+
+  @GuardedBy("this")
+  private ShimServer server;
+
+  @GuardedBy("this")
+  private SegmentRegistry registry;
+
+  @GuardedBy("this")
+  private ClientLimits limits;
+
+  @GuardedBy("this")
+  private ScheduledFuture<?> waiting;
+
+  @GuardedBy("this")
+  private boolean stopped;
+
+  private volatile Throwable failure;
+
+  /** Called by the DataNode; {@code service} is the {@code DataNode}. */
+  @Override
+  public synchronized void start(Object service) {
+    if (!(service instanceof DataNode)) {
+      throw new IllegalArgumentException(
+          "ScrShimPlugin is a DataNode plugin (dfs.datanode.plugins), not for " + service);
+    }
+    if (control != null || stopped) {
+      throw new IllegalStateException("ScrShimPlugin.start called twice");
+    }
+    DataNode dn = (DataNode) service;
+    ShimConfig config = ShimConfig.from(dn.getConf());
+    if (config.socketPathTemplate.isEmpty()) {
+      LOG.warn(
+          "{} is not set: the scr shim serves nothing. Set it to a path such as"
+              + " /var/lib/hadoop-hdfs/scr._PORT.sock",
+          ScrShimKeys.SOCKET_PATH);
+      return;
+    }
+    control = new ScheduledThreadPoolExecutor(1, r -> newThread(r, "scr-shim-control"));
+    control.setRemoveOnCancelPolicy(true);
+    waiting =
+        control.scheduleWithFixedDelay(
+            () -> startWhenDatasetExists(dn, config), 0, DATASET_POLL_MS, TimeUnit.MILLISECONDS);
+  }
+
+  private static Thread newThread(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+
+  private synchronized void startWhenDatasetExists(DataNode dn, ShimConfig config) {
+    if (stopped || server != null || failure != null) {
+      return;
+    }
+    FsDatasetSpi<?> dataset = dn.getFSDataset();
+    if (dataset == null) {
+      return; // the first NameNode handshake has not completed yet
+    }
+    waiting.cancel(false);
+    Path socketPath =
+        Paths.get(DomainSocket.getEffectivePath(config.socketPathTemplate, dn.getXferPort()));
+    try {
+      if (config.skipPathValidation) {
+        LOG.warn(
+            "{}=true: the socket path security check is OFF. This is for tests only; never"
+                + " set it on a real DataNode",
+            ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY);
+      } else {
+        SocketPathSecurity.check(socketPath, SocketPathSecurity.effectiveUid());
+      }
+      limits =
+          new ClientLimits(
+              config.clientMaxConnections, config.clientMaxSegments, config.clientMaxSlots);
+      registry = new SegmentRegistry(limits, metrics);
+      SegmentFactory segments =
+          SegmentFactory.newBuilder()
+              .useMemfd(config.useMemfd)
+              .fallbackDirectory(config.shmDir)
+              .namePrefix("scr-shim")
+              .build();
+      ShortCircuitService service =
+          new ShortCircuitService(
+              dn::getFSDataset,
+              config.blockTokensEnabled ? dn.getBlockPoolTokenSecretManager() : null,
+              registry,
+              limits,
+              segments,
+              metrics,
+              config.extensionsEnabled);
+      ShimServer s = new ShimServer(socketPath, config, service, registry, limits, metrics);
+      s.start();
+      server = s;
+      LOG.info("scr shim segments: {}", segments.mechanism());
+      SegmentRegistry reg = registry;
+      control.scheduleWithFixedDelay(
+          () -> invalidate(reg, dn),
+          config.invalidationIntervalMs,
+          config.invalidationIntervalMs,
+          TimeUnit.MILLISECONDS);
+      serving.countDown();
+    } catch (IOException | RuntimeException | LinkageError e) {
+      failure = e;
+      LOG.error(
+          "The scr shim cannot serve short-circuit reads on {}: {}", socketPath, e.getMessage(), e);
+    }
+  }
+
+  @SuppressWarnings("deprecation") // FsDatasetSpi.getReplica: the non-copying replica map lookup
+  private void invalidate(SegmentRegistry reg, DataNode dn) {
+    FsDatasetSpi<?> ds = dn.getFSDataset();
+    if (ds == null) {
+      return;
+    }
+    try {
+      int n = reg.invalidateStale(ds::getReplica);
+      if (n > 0) {
+        LOG.info("Invalidated {} short-circuit slots of deleted, moved or re-stamped replicas", n);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("scr shim invalidation scan failed; retrying next interval", e);
+    }
+  }
+
+  /** Called by the DataNode on shutdown: releases every thread, fd, segment and the socket file. */
+  @Override
+  public void stop() {
+    ScheduledThreadPoolExecutor c;
+    synchronized (this) {
+      if (stopped) {
+        return;
+      }
+      stopped = true;
+      c = control;
+      if (server != null) {
+        server.close();
+        server = null;
+      }
+    }
+    if (c != null) {
+      c.shutdownNow();
+      try {
+        if (!c.awaitTermination(10, TimeUnit.SECONDS)) {
+          LOG.warn("scr-shim-control did not stop within 10 s");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Same as {@link #stop()}. */
+  @Override
+  public void close() {
+    stop();
+  }
+
+  /**
+   * Waits until the shim is serving; false if it did not within {@code timeoutMs} (see {@link
+   * #failure()} for why).
+   */
+  public boolean awaitServing(long timeoutMs) throws InterruptedException {
+    return serving.await(timeoutMs, TimeUnit.MILLISECONDS);
+  }
+
+  /** Why the shim could not start serving, or null. */
+  public Throwable failure() {
+    return failure;
+  }
+
+  /** The bound socket path, or null while not serving. */
+  public synchronized Path socketPath() {
+    return server == null ? null : server.socketPath();
+  }
+
+  /**
+   * A point-in-time copy of the shim's counters: requests by op and status, fds passed, live
+   * segments, slots, connections and clients, per-op latency, rejections by reason.
+   */
+  public Map<String, Long> counters() {
+    Map<String, Long> snapshot = metrics.snapshot();
+    ClientLimits l;
+    synchronized (this) {
+      l = limits;
+    }
+    snapshot.put("live.clients", l == null ? 0L : (long) l.clientCount());
+    return Collections.unmodifiableMap(snapshot);
+  }
+
+  ShimMetrics metrics() {
+    return metrics;
+  }
+
+  synchronized SegmentRegistry registry() {
+    return registry;
+  }
+}

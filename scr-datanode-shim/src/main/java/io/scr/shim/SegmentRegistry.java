@@ -1,0 +1,310 @@
+package io.scr.shim;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.shm.InvalidSlotException;
+import io.scr.shm.Segment;
+import io.scr.shm.ShmId;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.hdfs.server.datanode.Replica;
+
+/**
+ * The shim's segments and the slots clients registered in them, indexed by block for invalidation.
+ * The shim's counterpart of the DataNode's {@code ShortCircuitRegistry}, without its global lock.
+ *
+ * <p>Concurrency contract:
+ *
+ * <ul>
+ *   <li>{@code segments} and {@code byBlock} are concurrent maps; a block's slot set is changed
+ *       only inside {@code byBlock.compute*} for that key, so an emptied set is removed atomically.
+ *   <li>Each {@link ShimSegment}'s registrations and its open/closed state are guarded by that
+ *       segment's monitor. A slot word is only written under it, and never after the segment is
+ *       closed (which unmaps it: touching it then would crash the JVM).
+ *   <li>No method holds two segment monitors, and none calls out while holding one except into
+ *       {@link ClientLimits} (its own short lock) and the concurrent map.
+ * </ul>
+ */
+final class SegmentRegistry {
+  private final ConcurrentHashMap<ShmId, ShimSegment> segments = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<BlockKey, Set<SlotRef>> byBlock = new ConcurrentHashMap<>();
+  private final ClientLimits limits;
+  private final ShimMetrics metrics;
+
+  SegmentRegistry(ClientLimits limits, ShimMetrics metrics) {
+    this.limits = limits;
+    this.metrics = metrics;
+  }
+
+  /**
+   * Adds a freshly mapped segment owned by client {@code pid}; returns null if its id is taken (the
+   * caller picks another id).
+   */
+  ShimSegment add(Segment segment, int pid) {
+    ShimSegment s = new ShimSegment(segment, pid);
+    if (segments.putIfAbsent(segment.id(), s) != null) {
+      return null;
+    }
+    metrics.liveSegments.increment();
+    return s;
+  }
+
+  /**
+   * The segment {@code id} if client {@code pid} owns it; null otherwise (no probing by others).
+   */
+  ShimSegment find(ShmId id, int pid) {
+    ShimSegment s = segments.get(id);
+    return s != null && s.ownerPid == pid ? s : null;
+  }
+
+  /** The message stock uses when a slot names an unknown segment. */
+  static String noSuchSegment(ShmId id) {
+    return "there is no shared memory segment registered with shmId " + id;
+  }
+
+  /**
+   * Registers slot {@code index} of {@code seg} for a replica, with stock's checks, and indexes it
+   * for invalidation.
+   *
+   * @param replica the replica object the fds were opened from; a different object later means the
+   *     replica was replaced or moved
+   * @throws SlotRequestException naming the failed check, or the client's slot limit
+   */
+  SlotRef register(
+      ShimSegment seg, int index, BlockKey key, Replica replica, long gs, boolean anchorable)
+      throws SlotRequestException {
+    SlotRef ref;
+    synchronized (seg) {
+      if (seg.closed) {
+        throw new SlotRequestException(noSuchSegment(seg.segment.id()));
+      }
+      String over = limits.addSlot(seg.ownerPid);
+      if (over != null) {
+        metrics.reject(ShimMetrics.Rejection.CLIENT_SLOTS);
+        throw new SlotRequestException(over);
+      }
+      try {
+        seg.segment.registerSlot(index, anchorable);
+      } catch (InvalidSlotException e) {
+        limits.removeSlots(seg.ownerPid, 1);
+        throw new SlotRequestException(e.getMessage(), e);
+      } catch (RuntimeException e) {
+        limits.removeSlots(seg.ownerPid, 1);
+        throw e;
+      }
+      ref = new SlotRef(seg, index, key, replica, gs);
+      seg.refs.put(index, ref);
+      metrics.liveSlots.increment();
+    }
+    byBlock.compute(
+        key,
+        (k, set) -> {
+          Set<SlotRef> s = set != null ? set : ConcurrentHashMap.newKeySet();
+          s.add(ref);
+          return s;
+        });
+    return ref;
+  }
+
+  /**
+   * Releases slot {@code index} of {@code seg} (RELEASE_SHORT_CIRCUIT_FDS, or a failed receipt):
+   * clears VALID and drops the registration.
+   */
+  void unregister(ShimSegment seg, int index) throws SlotRequestException {
+    SlotRef ref;
+    synchronized (seg) {
+      if (seg.closed) {
+        throw new SlotRequestException(noSuchSegment(seg.segment.id()));
+      }
+      try {
+        seg.segment.unregisterSlot(index);
+      } catch (InvalidSlotException e) {
+        throw new SlotRequestException(e.getMessage(), e);
+      }
+      ref = seg.refs.remove(index);
+      limits.removeSlots(seg.ownerPid, 1);
+      metrics.liveSlots.decrement();
+    }
+    if (ref != null) {
+      unindex(ref);
+    }
+  }
+
+  /**
+   * Drops a segment whose client connection closed: clears VALID on every slot, forgets them, and
+   * unmaps the segment. Idempotent.
+   */
+  void remove(ShimSegment seg) {
+    List<SlotRef> dropped;
+    synchronized (seg) {
+      if (seg.closed) {
+        return;
+      }
+      seg.closed = true;
+      seg.segment.invalidateAll();
+      dropped = new ArrayList<>(seg.refs.values());
+      seg.refs.clear();
+      seg.segment.close();
+    }
+    segments.remove(seg.segment.id(), seg);
+    limits.removeSlots(seg.ownerPid, dropped.size());
+    limits.removeSegment(seg.ownerPid);
+    metrics.liveSlots.add(-dropped.size());
+    metrics.liveSegments.decrement();
+    for (SlotRef ref : dropped) {
+      unindex(ref);
+    }
+  }
+
+  /**
+   * One invalidation scan: for every block with registered slots, looks the replica up once and
+   * clears VALID on each slot whose replica is gone, was replaced or moved (a different replica
+   * object), or changed generation stamp. Invalidated slots stay registered (the client still
+   * releases them, as with stock) but are no longer watched.
+   *
+   * @return the number of slots invalidated
+   */
+  int invalidateStale(ReplicaLookup lookup) {
+    int invalidated = 0;
+    for (Map.Entry<BlockKey, Set<SlotRef>> e : byBlock.entrySet()) {
+      BlockKey key = e.getKey();
+      Replica current = lookup.find(key.bpid, key.blockId);
+      for (SlotRef ref : e.getValue()) {
+        if (current != null
+            && current == ref.replica
+            && current.getGenerationStamp() == ref.generationStamp) {
+          continue;
+        }
+        if (invalidate(ref)) {
+          invalidated++;
+        }
+        unindex(ref);
+      }
+    }
+    metrics.invalidationScans.increment();
+    metrics.slotsInvalidated.add(invalidated);
+    return invalidated;
+  }
+
+  private static boolean invalidate(SlotRef ref) {
+    ShimSegment seg = ref.segment;
+    synchronized (seg) {
+      if (seg.closed || seg.refs.get(ref.index) != ref) {
+        return false;
+      }
+      seg.segment.slot(ref.index).makeInvalid();
+      return true;
+    }
+  }
+
+  private void unindex(SlotRef ref) {
+    byBlock.computeIfPresent(
+        ref.key,
+        (k, set) -> {
+          set.remove(ref);
+          return set.isEmpty() ? null : set;
+        });
+  }
+
+  /** Number of blocks with watched slots. */
+  int watchedBlocks() {
+    return byBlock.size();
+  }
+
+  /** All live segments (for shutdown). */
+  List<ShimSegment> liveSegments() {
+    return new ArrayList<>(segments.values());
+  }
+
+  /** A slot request the registry refuses; the message names the check that failed. */
+  static final class SlotRequestException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    SlotRequestException(String message) {
+      super(message);
+    }
+
+    SlotRequestException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /** Finds the replica the DataNode currently has for a block; null when it has none. */
+  @FunctionalInterface
+  interface ReplicaLookup {
+    Replica find(String bpid, long blockId);
+  }
+
+  /** A block pool and block id: the key slots are registered under (no generation stamp). */
+  static final class BlockKey {
+    final String bpid;
+    final long blockId;
+
+    BlockKey(String bpid, long blockId) {
+      this.bpid = Objects.requireNonNull(bpid);
+      this.blockId = blockId;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      if (!(o instanceof BlockKey)) {
+        return false;
+      }
+      BlockKey k = (BlockKey) o;
+      return blockId == k.blockId && bpid.equals(k.bpid);
+    }
+
+    @Override
+    public int hashCode() {
+      return Long.hashCode(blockId) * 31 + bpid.hashCode();
+    }
+
+    @Override
+    public String toString() {
+      return bpid + ":" + blockId;
+    }
+  }
+
+  /** A registered slot: its segment, index, block and the replica it was opened from. */
+  static final class SlotRef {
+    final ShimSegment segment;
+    final int index;
+    final BlockKey key;
+    final Replica replica;
+    final long generationStamp;
+
+    SlotRef(ShimSegment segment, int index, BlockKey key, Replica replica, long generationStamp) {
+      this.segment = segment;
+      this.index = index;
+      this.key = key;
+      this.replica = replica;
+      this.generationStamp = generationStamp;
+    }
+  }
+
+  /** A segment the shim created for one client connection. */
+  static final class ShimSegment {
+    final Segment segment;
+    final int ownerPid;
+
+    @GuardedBy("this")
+    final Map<Integer, SlotRef> refs = new java.util.HashMap<>();
+
+    @GuardedBy("this")
+    boolean closed;
+
+    ShimSegment(Segment segment, int ownerPid) {
+      this.segment = segment;
+      this.ownerPid = ownerPid;
+    }
+
+    /** The registered slot at {@code index}, or null; for tests. */
+    synchronized SlotRef ref(int index) {
+      return refs.get(index);
+    }
+  }
+}

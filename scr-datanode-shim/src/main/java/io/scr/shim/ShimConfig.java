@@ -1,0 +1,85 @@
+package io.scr.shim;
+
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import org.apache.hadoop.conf.Configuration;
+
+/** The shim's settings, read once from the DataNode configuration through {@link ScrShimKeys}. */
+final class ShimConfig {
+  final String socketPathTemplate;
+  final int backlog;
+  final boolean skipPathValidation;
+  final int ioThreads;
+  final int workerThreads;
+  final int workerQueue;
+  final int maxRequestBytes;
+  final long receiptTimeoutMs;
+  final long idleTimeoutMs;
+  final int clientMaxConnections;
+  final int clientMaxSegments;
+  final int clientMaxSlots;
+  final long invalidationIntervalMs;
+  final boolean useMemfd;
+  final Path shmDir;
+  final boolean extensionsEnabled;
+  final boolean blockTokensEnabled;
+
+  private ShimConfig(Configuration c) {
+    socketPathTemplate = string(c, ScrShimKeys.SOCKET_PATH);
+    backlog = positiveInt(c, ScrShimKeys.SOCKET_BACKLOG);
+    skipPathValidation = bool(c, ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY);
+    ioThreads = positiveInt(c, ScrShimKeys.IO_THREADS);
+    workerThreads = positiveInt(c, ScrShimKeys.WORKER_THREADS);
+    workerQueue = positiveInt(c, ScrShimKeys.WORKER_QUEUE);
+    maxRequestBytes = positiveInt(c, ScrShimKeys.MAX_REQUEST_BYTES);
+    receiptTimeoutMs = positiveLong(c, ScrShimKeys.RECEIPT_TIMEOUT_MS);
+    idleTimeoutMs = positiveLong(c, ScrShimKeys.IDLE_TIMEOUT_MS);
+    clientMaxConnections = positiveInt(c, ScrShimKeys.CLIENT_MAX_CONNECTIONS);
+    clientMaxSegments = positiveInt(c, ScrShimKeys.CLIENT_MAX_SEGMENTS);
+    clientMaxSlots = positiveInt(c, ScrShimKeys.CLIENT_MAX_SLOTS);
+    invalidationIntervalMs = positiveLong(c, ScrShimKeys.INVALIDATION_INTERVAL_MS);
+    useMemfd = bool(c, ScrShimKeys.SHM_USE_MEMFD);
+    shmDir = Paths.get(string(c, ScrShimKeys.SHM_DIR));
+    extensionsEnabled = bool(c, ScrShimKeys.EXTENSIONS_ENABLED);
+    // The DataNode's own switch (DataXceiver gates on the same key through isBlockTokenEnabled).
+    blockTokensEnabled = c.getBoolean("dfs.block.access.token.enable", false);
+  }
+
+  static ShimConfig from(Configuration conf) {
+    return new ShimConfig(conf);
+  }
+
+  private static String string(Configuration c, ScrShimKeys.Key key) {
+    return c.getTrimmed(key.name(), key.defaultValue());
+  }
+
+  private static boolean bool(Configuration c, ScrShimKeys.Key key) {
+    String v = string(c, key);
+    if (!"true".equalsIgnoreCase(v) && !"false".equalsIgnoreCase(v)) {
+      throw new IllegalArgumentException(key.name() + " must be true or false, got '" + v + "'");
+    }
+    return Boolean.parseBoolean(v);
+  }
+
+  private static int positiveInt(Configuration c, ScrShimKeys.Key key) {
+    long v = positiveLong(c, key);
+    if (v > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException(key.name() + " is too large: " + v);
+    }
+    return (int) v;
+  }
+
+  private static long positiveLong(Configuration c, ScrShimKeys.Key key) {
+    String v = string(c, key);
+    long parsed;
+    try {
+      parsed = Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key.name() + " must be a number, got '" + v + "'", e);
+    }
+    if (parsed <= 0) {
+      throw new IllegalArgumentException(key.name() + " must be positive, got " + parsed);
+    }
+    return parsed;
+  }
+}

@@ -1,0 +1,369 @@
+package io.scr.shim;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.netty.channel.unix.PeerCredentials;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.scr.shim.SegmentRegistry.ShimSegment;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One client connection: decodes DataTransferProtocol frames ({@code [version 28 as
+ * short][op][varint length][protobuf]}), hands each request to a worker, sends the reply and its
+ * fds, and tracks what the connection is for.
+ *
+ * <p>States: READY (decode the next frame), BUSY (one request in flight; reading paused, so a
+ * client cannot queue unbounded input), AWAIT_RECEIPT (the next byte is the receipt for passed
+ * fds), SHM (the connection carries a segment: any byte or EOF frees it, stock semantics).
+ *
+ * <p>Concurrency: every field is confined to the channel's event loop; workers only build a {@link
+ * Reply} and post it back with {@code eventLoop().execute}.
+ */
+final class ShimConnectionHandler extends ByteToMessageDecoder {
+  private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
+  static final int DATA_TRANSFER_VERSION = 28;
+
+  /** How long a full socket buffer may delay passing fds before the connection is dropped. */
+  private static final long FD_SEND_PATIENCE_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+  private enum State {
+    READY,
+    BUSY,
+    AWAIT_RECEIPT,
+    SHM,
+    CLOSED
+  }
+
+  private final ShortCircuitService service;
+  private final SegmentRegistry registry;
+  private final ClientLimits limits;
+  private final ShimMetrics metrics;
+  private final Executor workers;
+  private final int maxRequestBytes;
+  private final long receiptTimeoutMs;
+
+  private State state = State.READY;
+  private int pid = -1;
+  private boolean counted;
+  private String overLimit;
+  private ShimSegment segment;
+  private Reply awaiting;
+  private ScheduledFuture<?> receiptTimer;
+
+  ShimConnectionHandler(
+      ShortCircuitService service,
+      SegmentRegistry registry,
+      ClientLimits limits,
+      ShimMetrics metrics,
+      Executor workers,
+      ShimConfig config) {
+    this.service = service;
+    this.registry = registry;
+    this.limits = limits;
+    this.metrics = metrics;
+    this.workers = workers;
+    this.maxRequestBytes = config.maxRequestBytes;
+    this.receiptTimeoutMs = config.receiptTimeoutMs;
+  }
+
+  @Override
+  public void channelActive(ChannelHandlerContext ctx) throws Exception {
+    metrics.liveConnections.increment();
+    try {
+      PeerCredentials cred = ((EpollDomainSocketChannel) ctx.channel()).peerCredentials();
+      pid = cred.pid();
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("No peer credentials", e);
+    }
+    overLimit = limits.openConnection(pid);
+    counted = overLimit == null;
+    if (!counted) {
+      metrics.reject(ShimMetrics.Rejection.CLIENT_CONNECTIONS);
+    }
+    super.channelActive(ctx);
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    State was = state;
+    state = State.CLOSED;
+    metrics.liveConnections.decrement();
+    if (counted) {
+      limits.closeConnection(pid);
+      counted = false;
+    }
+    if (was == State.AWAIT_RECEIPT) {
+      receiptMissing("the connection closed before the receipt byte");
+    }
+    if (segment != null) {
+      registry.remove(segment);
+      segment = null;
+    }
+    super.channelInactive(ctx);
+  }
+
+  @Override
+  public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
+    if (evt instanceof IdleStateEvent && state == State.READY) {
+      ctx.close(); // an idle request connection; shm connections never idle out
+      return;
+    }
+    super.userEventTriggered(ctx, evt);
+  }
+
+  @Override
+  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    LOG.debug("Closing scr shim connection of pid {}: {}", pid, cause.toString());
+    ctx.close();
+  }
+
+  @Override
+  protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+    in.skipBytes(in.readableBytes()); // EOF mid-frame: stock drops the partial request too
+  }
+
+  @Override
+  protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+    while (in.isReadable()) {
+      switch (state) {
+        case BUSY:
+        case CLOSED:
+          return;
+        case SHM:
+          // Stock: the DataNode's DomainSocketWatcher frees the segment on any input.
+          metrics.reject(ShimMetrics.Rejection.DATA_ON_SHM_SOCKET);
+          in.skipBytes(in.readableBytes());
+          close(ctx);
+          return;
+        case AWAIT_RECEIPT:
+          in.readByte(); // any value is a receipt, as in stock
+          receiptArrived();
+          state = State.READY;
+          break;
+        case READY:
+          if (!decodeFrame(ctx, in)) {
+            return;
+          }
+          break;
+        default:
+          throw new AssertionError(state);
+      }
+    }
+  }
+
+  /** Decodes one frame if complete; returns false to wait for more bytes or after closing. */
+  private boolean decodeFrame(ChannelHandlerContext ctx, ByteBuf in) {
+    int start = in.readerIndex();
+    int avail = in.readableBytes();
+    if (avail < 2) {
+      return false;
+    }
+    int version = in.getShort(start);
+    if (version != DATA_TRANSFER_VERSION) {
+      LOG.debug("Version Mismatch (Expected: 28, Received: {} ) from pid {}", version, pid);
+      reject(ctx, in, ShimMetrics.Rejection.BAD_VERSION);
+      return false;
+    }
+    if (avail < 3) {
+      return false;
+    }
+    int op = in.getUnsignedByte(start + 2);
+    if (!service.isServedOp(op)) {
+      LOG.debug("Unknown op {} from pid {}", op, pid);
+      reject(ctx, in, ShimMetrics.Rejection.UNKNOWN_OP);
+      return false;
+    }
+    long length = 0;
+    int pos = start + 3;
+    int shift = 0;
+    while (true) {
+      if (pos >= start + avail) {
+        return false; // varint incomplete
+      }
+      int b = in.getUnsignedByte(pos++);
+      length |= (long) (b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        break;
+      }
+      shift += 7;
+      if (shift >= 35) {
+        reject(ctx, in, ShimMetrics.Rejection.BAD_VARINT);
+        return false;
+      }
+    }
+    if (length > maxRequestBytes) {
+      LOG.debug("Request of {} bytes from pid {} exceeds {}", length, pid, maxRequestBytes);
+      reject(ctx, in, ShimMetrics.Rejection.OVERSIZED);
+      return false;
+    }
+    int headerLength = pos - start;
+    if (avail < headerLength + length) {
+      return false;
+    }
+    byte[] body = new byte[(int) length];
+    in.skipBytes(headerLength);
+    in.readBytes(body);
+    dispatch(ctx, op, body);
+    return true;
+  }
+
+  private void reject(ChannelHandlerContext ctx, ByteBuf in, ShimMetrics.Rejection why) {
+    metrics.reject(why);
+    in.skipBytes(in.readableBytes());
+    close(ctx);
+  }
+
+  private void close(ChannelHandlerContext ctx) {
+    if (state != State.CLOSED) {
+      state = State.CLOSED;
+    }
+    ctx.close();
+  }
+
+  private void dispatch(ChannelHandlerContext ctx, int op, byte[] body) {
+    state = State.BUSY;
+    ctx.channel().config().setAutoRead(false);
+    if (overLimit != null) {
+      send(ctx, service.limitReply(op, overLimit));
+      return;
+    }
+    int client = pid;
+    try {
+      workers.execute(
+          () -> {
+            Reply r = service.handle(op, body, client);
+            try {
+              ctx.channel().eventLoop().execute(() -> send(ctx, r));
+            } catch (RejectedExecutionException shuttingDown) {
+              r.abandon(registry);
+            }
+          });
+    } catch (RejectedExecutionException e) {
+      metrics.reject(ShimMetrics.Rejection.BUSY);
+      close(ctx);
+    }
+  }
+
+  private void send(ChannelHandlerContext ctx, Reply r) {
+    if (!ctx.channel().isActive()) {
+      r.abandon(registry);
+      return;
+    }
+    if (r.closeOnly) {
+      close(ctx);
+      return;
+    }
+    ByteBuf buf = Unpooled.wrappedBuffer(r.bytes);
+    ctx.writeAndFlush(buf)
+        .addListener(
+            f -> {
+              if (!f.isSuccess()) {
+                r.abandon(registry);
+                close(ctx);
+              } else if (r.hasFds()) {
+                passFds(ctx, r, System.nanoTime() + FD_SEND_PATIENCE_NANOS);
+              } else {
+                finish(ctx, r);
+              }
+            });
+  }
+
+  /** Runs on the event loop once the response bytes are in the socket. */
+  private void passFds(ChannelHandlerContext ctx, Reply r, long deadline) {
+    if (!ctx.channel().isActive()) {
+      r.abandon(registry);
+      return;
+    }
+    int sent;
+    try {
+      int socketFd = ((EpollDomainSocketChannel) ctx.channel()).fd().intValue();
+      sent = FdPassing.send(socketFd, r.fdNumbers(), r.dataByte);
+    } catch (IOException e) {
+      LOG.debug("Passing fds to pid {} failed: {}", pid, e.toString());
+      r.abandon(registry);
+      close(ctx);
+      return;
+    }
+    if (sent == FdPassing.WOULD_BLOCK) {
+      if (System.nanoTime() - deadline > 0) {
+        LOG.warn("Client pid {} did not drain its socket; dropping the connection", pid);
+        r.abandon(registry);
+        close(ctx);
+      } else {
+        ctx.executor().schedule(() -> passFds(ctx, r, deadline), 1, TimeUnit.MILLISECONDS);
+      }
+      return;
+    }
+    metrics.fdsPassed.add(r.fdCount());
+    r.closeOwnCopies();
+    finish(ctx, r);
+  }
+
+  private void finish(ChannelHandlerContext ctx, Reply r) {
+    metrics.request(r.op, r.status, System.nanoTime() - r.startNanos);
+    if (r.closeAfter) {
+      close(ctx);
+      return;
+    }
+    if (r.newSegment != null) {
+      segment = r.newSegment;
+      r.newSegment = null;
+      state = State.SHM;
+    } else if (r.awaitReceipt) {
+      state = State.AWAIT_RECEIPT;
+      awaiting = r;
+      receiptTimer =
+          ctx.executor()
+              .schedule(
+                  () -> {
+                    if (state == State.AWAIT_RECEIPT) {
+                      receiptMissing("no receipt byte within " + receiptTimeoutMs + " ms");
+                      close(ctx);
+                    }
+                  },
+                  receiptTimeoutMs,
+                  TimeUnit.MILLISECONDS);
+    } else {
+      state = State.READY;
+    }
+    ctx.channel().config().setAutoRead(true);
+    // Bytes that arrived while busy are still in the cumulation buffer: decode them now.
+    try {
+      channelRead(ctx, Unpooled.EMPTY_BUFFER);
+    } catch (Exception e) {
+      exceptionCaught(ctx, e);
+    }
+  }
+
+  private void receiptArrived() {
+    if (receiptTimer != null) {
+      receiptTimer.cancel(false);
+      receiptTimer = null;
+    }
+    awaiting = null;
+  }
+
+  private void receiptMissing(String why) {
+    metrics.reject(ShimMetrics.Rejection.RECEIPT_MISSING);
+    if (receiptTimer != null) {
+      receiptTimer.cancel(false);
+      receiptTimer = null;
+    }
+    Reply r = awaiting;
+    awaiting = null;
+    if (r != null) {
+      LOG.info("Client pid {}: {}; unregistering the slot", pid, why);
+      r.runOnFailure();
+    }
+  }
+}

@@ -1,0 +1,181 @@
+package io.scr.shim;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.netty.channel.epoll.EpollEventLoopGroup;
+import io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.unix.DomainSocketAddress;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The epoll UNIX-socket server: binds the socket (replacing a stale file, then {@code chmod 0666}
+ * as stock does, access control being the directories' job), accepts connections and gives each a
+ * {@link ShimConnectionHandler}. Owns its event loops ({@code scr-shim-io-*}), its workers ({@code
+ * scr-shim-worker-*}) and the socket file; {@link #close()} releases all of them and every client
+ * segment.
+ *
+ * <p>Thread-safety: {@link #start} and {@link #close} are called by the plugin's control thread or
+ * the DataNode's shutdown thread, never concurrently (the plugin serializes them).
+ */
+final class ShimServer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ShimServer.class);
+
+  private final Path socketPath;
+  private final ShimConfig config;
+  private final ShortCircuitService service;
+  private final SegmentRegistry registry;
+  private final ClientLimits limits;
+  private final ShimMetrics metrics;
+  private EventLoopGroup group;
+  private ThreadPoolExecutor workers;
+  private ChannelGroup channels;
+  private Channel serverChannel;
+
+  ShimServer(
+      Path socketPath,
+      ShimConfig config,
+      ShortCircuitService service,
+      SegmentRegistry registry,
+      ClientLimits limits,
+      ShimMetrics metrics) {
+    this.socketPath = socketPath;
+    this.config = config;
+    this.service = service;
+    this.registry = registry;
+    this.limits = limits;
+    this.metrics = metrics;
+  }
+
+  /** Binds and starts serving; on failure everything it started is released. */
+  void start() throws IOException {
+    if (!Epoll.isAvailable()) {
+      throw new IOException(
+          "Netty epoll is unavailable, so the scr shim cannot serve: "
+              + Epoll.unavailabilityCause(),
+          Epoll.unavailabilityCause());
+    }
+    if (FdPassing.unavailabilityCause() != null) {
+      throw new IOException(
+          "fd passing is unavailable: " + FdPassing.unavailabilityCause(),
+          FdPassing.unavailabilityCause());
+    }
+    boolean ok = false;
+    try {
+      group =
+          new EpollEventLoopGroup(config.ioThreads, new DefaultThreadFactory("scr-shim-io", true));
+      workers =
+          new ThreadPoolExecutor(
+              config.workerThreads,
+              config.workerThreads,
+              30,
+              TimeUnit.SECONDS,
+              new ArrayBlockingQueue<>(config.workerQueue),
+              new DefaultThreadFactory("scr-shim-worker", true));
+      workers.allowCoreThreadTimeOut(true);
+      channels = new DefaultChannelGroup("scr-shim", group.next());
+      removeStaleSocket();
+      ServerBootstrap b =
+          new ServerBootstrap()
+              .group(group)
+              .channel(EpollServerDomainSocketChannel.class)
+              .option(ChannelOption.SO_BACKLOG, config.backlog)
+              .childHandler(
+                  new ChannelInitializer<EpollDomainSocketChannel>() {
+                    @Override
+                    protected void initChannel(EpollDomainSocketChannel ch) {
+                      channels.add(ch);
+                      ch.pipeline()
+                          .addLast(
+                              new IdleStateHandler(
+                                  config.idleTimeoutMs, 0, 0, TimeUnit.MILLISECONDS))
+                          .addLast(
+                              new ShimConnectionHandler(
+                                  service, registry, limits, metrics, workers, config));
+                    }
+                  });
+      serverChannel =
+          b.bind(new DomainSocketAddress(socketPath.toString())).syncUninterruptibly().channel();
+      // Stock binds then chmods 0666: who may connect is decided by the directories above.
+      Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-rw-rw-"));
+      LOG.info(
+          "scr shim serving short-circuit reads on {} (backlog {}, {} io threads)",
+          socketPath,
+          config.backlog,
+          config.ioThreads);
+      ok = true;
+    } finally {
+      if (!ok) {
+        close();
+      }
+    }
+  }
+
+  private void removeStaleSocket() throws IOException {
+    if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS)) {
+      if (Files.isDirectory(socketPath, LinkOption.NOFOLLOW_LINKS)) {
+        throw new IOException(
+            "the shim socket path " + socketPath + " is a directory; point it at a file name");
+      }
+      Files.delete(socketPath); // a previous DataNode's socket, as stock unlinks before bind
+    }
+  }
+
+  Path socketPath() {
+    return socketPath;
+  }
+
+  /** Stops accepting, closes every connection (freeing their segments) and every thread. */
+  @Override
+  public void close() {
+    if (serverChannel != null) {
+      serverChannel.close().syncUninterruptibly();
+      serverChannel = null;
+    }
+    if (channels != null) {
+      channels.close().awaitUninterruptibly(10, TimeUnit.SECONDS);
+      channels = null;
+    }
+    if (workers != null) {
+      workers.shutdown();
+      try {
+        if (!workers.awaitTermination(10, TimeUnit.SECONDS)) {
+          LOG.warn("scr shim workers did not stop within 10 s");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (group != null) {
+      group.shutdownGracefully(0, 5, TimeUnit.SECONDS).awaitUninterruptibly(10, TimeUnit.SECONDS);
+      group = null;
+    }
+    workers = null;
+    // Replies abandoned during shutdown already freed theirs; free whatever a race left behind.
+    for (SegmentRegistry.ShimSegment seg : registry.liveSegments()) {
+      registry.remove(seg);
+    }
+    try {
+      Files.deleteIfExists(socketPath);
+    } catch (IOException e) {
+      LOG.warn("Could not remove the shim socket {}", socketPath, e);
+    }
+  }
+}

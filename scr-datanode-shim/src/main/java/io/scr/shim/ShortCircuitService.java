@@ -1,0 +1,607 @@
+package io.scr.shim;
+
+import io.scr.shim.SegmentRegistry.BlockKey;
+import io.scr.shim.SegmentRegistry.ShimSegment;
+import io.scr.shim.SegmentRegistry.SlotRef;
+import io.scr.shim.SegmentRegistry.SlotRequestException;
+import io.scr.shim.ShimMetrics.OpKind;
+import io.scr.shm.Segment;
+import io.scr.shm.SegmentFactory;
+import io.scr.shm.SharedMemoryFd;
+import io.scr.shm.ShmId;
+import io.scr.shm.ShmSupport;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitFdResponse;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmIdProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmRequestProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmSlotProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
+import org.apache.hadoop.hdfs.security.token.block.BlockPoolTokenSecretManager;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.server.common.HdfsServerConstants.ReplicaState;
+import org.apache.hadoop.hdfs.server.datanode.DatanodeUtil;
+import org.apache.hadoop.hdfs.server.datanode.Replica;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException;
+import org.apache.hadoop.thirdparty.protobuf.MessageLite;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Serves ops 87, 88 and 89 (and the scr extensions) with the statuses and messages a stock DataNode
+ * uses for the same conditions. Runs on worker threads: it opens replica files through {@link
+ * FsDatasetSpi}, checks block tokens, creates segments and registers slots, and returns a {@link
+ * Reply} for the connection's event loop to send.
+ *
+ * <p>Thread-safe: holds no mutable state of its own; the registry and limits are thread-safe.
+ */
+final class ShortCircuitService {
+  static final int OP_REQUEST_FDS = 87;
+  static final int OP_RELEASE_FDS = 88;
+  static final int OP_REQUEST_SHM = 89;
+
+  /** Op.CUSTOM: stock DataNodes answer it by closing the connection ("Unknown op"). */
+  static final int OP_SCR_EXTENSION = 127;
+
+  static final int EXT_HELLO = 1;
+  static final int EXT_BATCH_RELEASE = 2;
+  static final int EXT_BATCH_FDS = 3;
+
+  /** The HELLO answer's message: protocol version and the features offered. */
+  static final String EXT_ADVERTISEMENT = "scr-shim-extensions/1 batch-fds batch-release";
+
+  /** Batched fd requests per message: 2 fds each, at most SCM_MAX_FD (253) per sendmsg. */
+  static final int EXT_MAX_BATCH = FdPassing.MAX_FDS / 2;
+
+  static final int SHM_LENGTH = SegmentFactory.STOCK_SEGMENT_LENGTH;
+  private static final int BLOCK_FORMAT_VERSION = 1;
+  private static final Logger LOG = LoggerFactory.getLogger(ShortCircuitService.class);
+
+  private final DatasetAccess dataset;
+  private final BlockPoolTokenSecretManager tokens;
+  private final SegmentRegistry registry;
+  private final ClientLimits limits;
+  private final SegmentFactory segmentFactory;
+  private final ShimMetrics metrics;
+  private final boolean extensionsEnabled;
+
+  ShortCircuitService(
+      DatasetAccess dataset,
+      BlockPoolTokenSecretManager tokens,
+      SegmentRegistry registry,
+      ClientLimits limits,
+      SegmentFactory segmentFactory,
+      ShimMetrics metrics,
+      boolean extensionsEnabled) {
+    this.dataset = dataset;
+    this.tokens = tokens;
+    this.registry = registry;
+    this.limits = limits;
+    this.segmentFactory = segmentFactory;
+    this.metrics = metrics;
+    this.extensionsEnabled = extensionsEnabled;
+  }
+
+  boolean isServedOp(int op) {
+    return op == OP_REQUEST_FDS
+        || op == OP_RELEASE_FDS
+        || op == OP_REQUEST_SHM
+        || (op == OP_SCR_EXTENSION && extensionsEnabled);
+  }
+
+  /** The replica files the shim hands out; the DataNode's dataset in production. */
+  interface DatasetAccess {
+    FsDatasetSpi<?> dataset();
+  }
+
+  /** Handles one decoded request from client {@code pid}. Never throws. */
+  Reply handle(int op, byte[] body, int pid) {
+    long start = System.nanoTime();
+    OpKind kind = kindOf(op, body);
+    try {
+      switch (op) {
+        case OP_REQUEST_FDS:
+          return requestFds(OpRequestShortCircuitAccessProto.parseFrom(body), pid, start);
+        case OP_RELEASE_FDS:
+          return releaseFds(ReleaseShortCircuitAccessRequestProto.parseFrom(body), pid, start);
+        case OP_REQUEST_SHM:
+          return requestShm(ShortCircuitShmRequestProto.parseFrom(body), pid, start);
+        case OP_SCR_EXTENSION:
+          return extension(body, pid, start);
+        default:
+          metrics.reject(ShimMetrics.Rejection.UNKNOWN_OP);
+          return Reply.closeOnly(kind, start);
+      }
+    } catch (InvalidProtocolBufferException e) {
+      // Stock: the parse error kills the xceiver and the connection, with no reply.
+      LOG.debug("Malformed op {} request from pid {}: {}", op, pid, e.toString());
+      metrics.reject(ShimMetrics.Rejection.BAD_PROTOBUF);
+      return Reply.closeOnly(kind, start);
+    } catch (RuntimeException e) {
+      LOG.error("scr shim failed op {} for pid {}", op, pid, e);
+      return Reply.closeOnly(kind, start);
+    }
+  }
+
+  /**
+   * The reply for a connection refused by a per-client limit: ERROR with the reason, then close.
+   */
+  Reply limitReply(int op, String reason) {
+    long start = System.nanoTime();
+    Reply r;
+    switch (op) {
+      case OP_RELEASE_FDS:
+        r =
+            reply(
+                OpKind.RELEASE_FDS,
+                Status.ERROR,
+                ReleaseShortCircuitAccessResponseProto.newBuilder()
+                    .setStatus(Status.ERROR)
+                    .setError(reason)
+                    .build(),
+                start);
+        break;
+      case OP_REQUEST_SHM:
+        r =
+            reply(
+                OpKind.REQUEST_SHM,
+                Status.ERROR,
+                ShortCircuitShmResponseProto.newBuilder()
+                    .setStatus(Status.ERROR)
+                    .setError(reason)
+                    .build(),
+                start);
+        break;
+      default:
+        r = blockOp(OpKind.REQUEST_FDS, Status.ERROR, reason, start);
+        break;
+    }
+    r.closeAfter = true;
+    return r;
+  }
+
+  private static OpKind kindOf(int op, byte[] body) {
+    switch (op) {
+      case OP_RELEASE_FDS:
+        return OpKind.RELEASE_FDS;
+      case OP_REQUEST_SHM:
+        return OpKind.REQUEST_SHM;
+      case OP_SCR_EXTENSION:
+        if (body.length > 0 && body[0] == EXT_BATCH_FDS) {
+          return OpKind.EXT_BATCH_FDS;
+        }
+        if (body.length > 0 && body[0] == EXT_BATCH_RELEASE) {
+          return OpKind.EXT_BATCH_RELEASE;
+        }
+        return OpKind.EXT_HELLO;
+      default:
+        return OpKind.REQUEST_FDS;
+    }
+  }
+
+  // ---- op 87 ---------------------------------------------------------------------------------
+
+  private Reply requestFds(OpRequestShortCircuitAccessProto req, int pid, long start) {
+    FdGrant grant = grant(req, pid);
+    Reply r = reply(OpKind.REQUEST_FDS, grant.response.getStatus(), grant.response, start);
+    if (grant.accessTokenFailure) {
+      // Stock writes ERROR_ACCESS_TOKEN, closes the socket and registers nothing.
+      r.closeAfter = true;
+      return r;
+    }
+    if (grant.data != null) {
+      r.streams.add(grant.data);
+      r.streams.add(grant.meta);
+      boolean receipt = req.getSupportsReceiptVerification();
+      r.dataByte =
+          (byte)
+              (receipt
+                  ? ShortCircuitFdResponse.USE_RECEIPT_VERIFICATION_VALUE
+                  : ShortCircuitFdResponse.DO_NOT_USE_RECEIPT_VERIFICATION_VALUE);
+      r.awaitReceipt = receipt;
+      r.onFailure = grant.undo;
+    }
+    return r;
+  }
+
+  /** The outcome of one fd request: a response and, on success, two open streams. */
+  private static final class FdGrant {
+    BlockOpResponseProto response;
+    FileInputStream data;
+    FileInputStream meta;
+    boolean accessTokenFailure;
+    Runnable undo;
+  }
+
+  private FdGrant grant(OpRequestShortCircuitAccessProto req, int pid) {
+    FdGrant g = new FdGrant();
+    ExtendedBlock blk = PBHelperClient.convert(req.getHeader().getBlock());
+    String tokenProblem = checkToken(req, blk);
+    if (tokenProblem != null) {
+      metrics.reject(ShimMetrics.Rejection.ACCESS_TOKEN);
+      LOG.warn(
+          "Block token verification failed: op=REQUEST_SHORT_CIRCUIT_FDS, client pid={},"
+              + " message={}",
+          pid,
+          tokenProblem);
+      g.accessTokenFailure = true;
+      g.response = BlockOpResponseProto.newBuilder().setStatus(Status.ERROR_ACCESS_TOKEN).build();
+      return g;
+    }
+    if (req.getMaxVersion() < BLOCK_FORMAT_VERSION) {
+      g.response =
+          BlockOpResponseProto.newBuilder()
+              .setStatus(Status.ERROR_UNSUPPORTED)
+              .setShortCircuitAccessVersion(BLOCK_FORMAT_VERSION)
+              .setMessage(
+                  "Your client is too old to read this block!  Its format version is "
+                      + BLOCK_FORMAT_VERSION
+                      + ", but the highest format version you can read is "
+                      + req.getMaxVersion())
+              .build();
+      return g;
+    }
+    FileInputStream data = null;
+    FileInputStream meta = null;
+    SlotRef registered = null;
+    try {
+      FsDatasetSpi<?> ds = dataset.dataset();
+      InputStream in = ds.getBlockInputStream(blk, 0);
+      if (!(in instanceof FileInputStream)) {
+        in.close();
+        return unsupported(
+            g, "This DataNode's FsDatasetSpi does not support short-circuit local reads");
+      }
+      data = (FileInputStream) in;
+      try {
+        meta = DatanodeUtil.getMetaDataInputStream(blk, ds);
+      } catch (ClassCastException e) {
+        return unsupported(
+            g, "This DataNode's FsDatasetSpi does not support short-circuit local reads");
+      }
+      Replica replica = replicaOf(ds, blk);
+      if (replica.getState() != ReplicaState.FINALIZED) {
+        metrics.nonFinalizedReplicasServed.increment();
+      }
+      if (req.hasSlotId()) {
+        registered = registerSlot(ds, req.getSlotId(), blk, replica, pid);
+      }
+      g.response =
+          BlockOpResponseProto.newBuilder()
+              .setStatus(Status.SUCCESS)
+              .setShortCircuitAccessVersion(BLOCK_FORMAT_VERSION)
+              .build();
+      g.data = data;
+      g.meta = meta;
+      data = null;
+      meta = null;
+      SlotRef ref = registered;
+      if (ref != null) {
+        g.undo = () -> unregisterAfterFailure(ref);
+      }
+      registered = null;
+      return g;
+    } catch (IOException e) {
+      // Same mapping as stock: any other IOException is ERROR with its message.
+      LOG.error("Request short-circuit read file descriptor failed with unknown error.", e);
+      g.response =
+          BlockOpResponseProto.newBuilder()
+              .setStatus(Status.ERROR)
+              .setMessage(String.valueOf(e.getMessage()))
+              .build();
+      return g;
+    } finally {
+      closeQuietly(data);
+      closeQuietly(meta);
+      if (registered != null) {
+        unregisterAfterFailure(registered);
+      }
+    }
+  }
+
+  private static FdGrant unsupported(FdGrant g, String message) {
+    g.response =
+        BlockOpResponseProto.newBuilder()
+            .setStatus(Status.ERROR_UNSUPPORTED)
+            .setMessage(message)
+            .build();
+    return g;
+  }
+
+  @SuppressWarnings("deprecation") // getReplica is the only non-copying lookup FsDatasetSpi offers
+  private static Replica replicaOf(FsDatasetSpi<?> ds, ExtendedBlock blk) throws IOException {
+    Replica replica = ds.getReplica(blk.getBlockPoolId(), blk.getBlockId());
+    if (replica == null || replica.getGenerationStamp() != blk.getGenerationStamp()) {
+      // The replica changed between opening its files and this lookup.
+      throw new IOException("Replica not found for " + blk);
+    }
+    return replica;
+  }
+
+  private SlotRef registerSlot(
+      FsDatasetSpi<?> ds,
+      ShortCircuitShmSlotProto slot,
+      ExtendedBlock blk,
+      Replica replica,
+      int pid)
+      throws IOException {
+    ShmId id = ShmId.of(slot.getShmId().getHi(), slot.getShmId().getLo());
+    ShimSegment seg = registry.find(id, pid);
+    if (seg == null) {
+      throw new IOException(SegmentRegistry.noSuchSegment(id));
+    }
+    boolean cached = ds.isCached(blk.getBlockPoolId(), blk.getBlockId());
+    return registry.register(
+        seg,
+        slot.getSlotIdx(),
+        new BlockKey(blk.getBlockPoolId(), blk.getBlockId()),
+        replica,
+        blk.getGenerationStamp(),
+        cached);
+  }
+
+  private void unregisterAfterFailure(SlotRef ref) {
+    LOG.info(
+        "Unregistering slot {} of segment {} because the requestShortCircuitFdsForRead operation"
+            + " failed.",
+        ref.index,
+        ref.segment.segment.id());
+    try {
+      registry.unregister(ref.segment, ref.index);
+    } catch (SlotRequestException e) {
+      LOG.debug("Slot already gone: {}", e.getMessage());
+    }
+  }
+
+  /** Null when the token is acceptable (or tokens are off), else why not. */
+  private String checkToken(OpRequestShortCircuitAccessProto req, ExtendedBlock blk) {
+    if (tokens == null) {
+      return null;
+    }
+    Token<BlockTokenIdentifier> token = PBHelperClient.convert(req.getHeader().getToken());
+    try {
+      tokens.checkAccess(token, null, blk, BlockTokenIdentifier.AccessMode.READ);
+      return null;
+    } catch (InvalidToken e) {
+      return e.getMessage();
+    } catch (RuntimeException e) {
+      // e.g. the block pool is unknown to the secret manager: no valid token can exist.
+      return e.toString();
+    }
+  }
+
+  // ---- op 88 ---------------------------------------------------------------------------------
+
+  private Reply releaseFds(ReleaseShortCircuitAccessRequestProto req, int pid, long start) {
+    ReleaseShortCircuitAccessResponseProto resp = release(req, pid);
+    return reply(OpKind.RELEASE_FDS, resp.getStatus(), resp, start);
+  }
+
+  private ReleaseShortCircuitAccessResponseProto release(
+      ReleaseShortCircuitAccessRequestProto req, int pid) {
+    ShortCircuitShmSlotProto slot = req.getSlotId();
+    ShmId id = ShmId.of(slot.getShmId().getHi(), slot.getShmId().getLo());
+    ShimSegment seg = registry.find(id, pid);
+    String error;
+    if (seg == null) {
+      error = SegmentRegistry.noSuchSegment(id);
+    } else {
+      try {
+        registry.unregister(seg, slot.getSlotIdx());
+        return ReleaseShortCircuitAccessResponseProto.newBuilder()
+            .setStatus(Status.SUCCESS)
+            .build();
+      } catch (SlotRequestException e) {
+        error = e.getMessage();
+      }
+    }
+    return ReleaseShortCircuitAccessResponseProto.newBuilder()
+        .setStatus(Status.ERROR_INVALID)
+        .setError(error)
+        .build();
+  }
+
+  // ---- op 89 ---------------------------------------------------------------------------------
+
+  private Reply requestShm(ShortCircuitShmRequestProto req, int pid, long start) {
+    if (!ShmSupport.isAvailable()) {
+      return shmError(
+          Status.ERROR_UNSUPPORTED,
+          "This datanode has not been configured to support short-circuit shared memory"
+              + " segments.",
+          start);
+    }
+    String over = limits.addSegment(pid);
+    if (over != null) {
+      // ERROR_UNSUPPORTED, not ERROR: a stock client re-asks at once on ERROR, in a loop, while
+      // ERROR_UNSUPPORTED makes it read without slots (time-based staleness) from now on.
+      metrics.reject(ShimMetrics.Rejection.CLIENT_SEGMENTS);
+      return shmError(Status.ERROR_UNSUPPORTED, over, start);
+    }
+    SharedMemoryFd fd = null;
+    Segment segment = null;
+    try {
+      fd = segmentFactory.createFd(SHM_LENGTH);
+      ShimSegment seg = null;
+      while (seg == null) {
+        if (segment != null) {
+          segment.close();
+        }
+        segment = Segment.map(ShmId.random(), fd.fd(), SHM_LENGTH);
+        seg = registry.add(segment, pid);
+      }
+      segment = null;
+      ShmId id = seg.segment.id();
+      LOG.debug("Created segment {} for client {} (pid {})", id, req.getClientName(), pid);
+      Reply r =
+          reply(
+              OpKind.REQUEST_SHM,
+              Status.SUCCESS,
+              ShortCircuitShmResponseProto.newBuilder()
+                  .setStatus(Status.SUCCESS)
+                  .setId(ShortCircuitShmIdProto.newBuilder().setHi(id.hi()).setLo(id.lo()))
+                  .build(),
+              start);
+      r.shmFd = fd;
+      r.dataByte = 0;
+      r.newSegment = seg;
+      fd = null;
+      return r;
+    } catch (IOException e) {
+      limits.removeSegment(pid);
+      LOG.warn("Failed to create a shared memory segment for pid {}", pid, e);
+      return shmError(
+          Status.ERROR, "Failed to create shared file descriptor: " + e.getMessage(), start);
+    } finally {
+      if (fd != null) {
+        fd.close();
+      }
+      if (segment != null) {
+        segment.close();
+      }
+    }
+  }
+
+  private Reply shmError(Status status, String message, long start) {
+    return reply(
+        OpKind.REQUEST_SHM,
+        status,
+        ShortCircuitShmResponseProto.newBuilder().setStatus(status).setError(message).build(),
+        start);
+  }
+
+  // ---- op 127: scr extensions -----------------------------------------------------------------
+
+  private Reply extension(byte[] body, int pid, long start) throws InvalidProtocolBufferException {
+    if (body.length == 0) {
+      throw new InvalidProtocolBufferException("empty scr extension request");
+    }
+    int sub = body[0];
+    ByteArrayInputStream in = new ByteArrayInputStream(body, 1, body.length - 1);
+    switch (sub) {
+      case EXT_HELLO:
+        return blockOp(OpKind.EXT_HELLO, Status.SUCCESS, EXT_ADVERTISEMENT, start);
+      case EXT_BATCH_RELEASE:
+        {
+          ByteArrayOutputStream out = new ByteArrayOutputStream();
+          int n = 0;
+          while (in.available() > 0) {
+            ReleaseShortCircuitAccessRequestProto req =
+                parseDelimited(ReleaseShortCircuitAccessRequestProto.parser(), in);
+            writeDelimited(release(req, pid), out);
+            n++;
+          }
+          if (n == 0) {
+            throw new InvalidProtocolBufferException("empty batch");
+          }
+          return new Reply(OpKind.EXT_BATCH_RELEASE, Status.SUCCESS, out.toByteArray(), start);
+        }
+      case EXT_BATCH_FDS:
+        return batchFds(in, pid, start);
+      default:
+        throw new InvalidProtocolBufferException("unknown scr extension " + sub);
+    }
+  }
+
+  /**
+   * Batched REQUEST_SHORT_CIRCUIT_FDS: one BlockOpResponseProto per request, in order, then one
+   * sendmsg with the (data, meta) fds of every SUCCESS in order and one byte; a receipt byte is
+   * awaited if any request asked for it. Token failures are per item (the connection stays).
+   */
+  private Reply batchFds(ByteArrayInputStream in, int pid, long start)
+      throws InvalidProtocolBufferException {
+    List<OpRequestShortCircuitAccessProto> reqs = new ArrayList<>();
+    while (in.available() > 0) {
+      reqs.add(parseDelimited(OpRequestShortCircuitAccessProto.parser(), in));
+    }
+    if (reqs.isEmpty() || reqs.size() > EXT_MAX_BATCH) {
+      throw new InvalidProtocolBufferException(
+          "batch of " + reqs.size() + " requests; allowed 1.." + EXT_MAX_BATCH);
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    List<Runnable> undos = new ArrayList<>();
+    List<FileInputStream> streams = new ArrayList<>();
+    boolean receipt = false;
+    for (OpRequestShortCircuitAccessProto req : reqs) {
+      FdGrant g = grant(req, pid);
+      writeDelimited(g.response, out);
+      if (g.data != null) {
+        streams.add(g.data);
+        streams.add(g.meta);
+        receipt |= req.getSupportsReceiptVerification();
+        if (g.undo != null) {
+          undos.add(g.undo);
+        }
+      }
+    }
+    Reply r = new Reply(OpKind.EXT_BATCH_FDS, Status.SUCCESS, out.toByteArray(), start);
+    r.streams.addAll(streams);
+    if (!streams.isEmpty()) {
+      r.dataByte = (byte) (receipt ? 1 : 0);
+      r.awaitReceipt = receipt;
+      if (!undos.isEmpty()) {
+        r.onFailure = () -> undos.forEach(Runnable::run);
+      }
+    }
+    return r;
+  }
+
+  private static <T> T parseDelimited(
+      org.apache.hadoop.thirdparty.protobuf.Parser<T> parser, ByteArrayInputStream in)
+      throws InvalidProtocolBufferException {
+    T t = parser.parseDelimitedFrom(in);
+    if (t == null) {
+      throw new InvalidProtocolBufferException("truncated batch");
+    }
+    return t;
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------
+
+  private Reply blockOp(OpKind kind, Status status, String message, long start) {
+    BlockOpResponseProto.Builder b = BlockOpResponseProto.newBuilder().setStatus(status);
+    if (message != null) {
+      b.setMessage(message);
+    }
+    return reply(kind, status, b.build(), start);
+  }
+
+  private static Reply reply(OpKind kind, Status status, MessageLite msg, long start) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream(msg.getSerializedSize() + 5);
+    writeDelimited(msg, out);
+    return new Reply(kind, status, out.toByteArray(), start);
+  }
+
+  private static void writeDelimited(MessageLite msg, ByteArrayOutputStream out) {
+    try {
+      msg.writeDelimitedTo(out);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot happen: in-memory stream", e);
+    }
+  }
+
+  private static void closeQuietly(FileInputStream s) {
+    if (s != null) {
+      try {
+        s.close();
+      } catch (IOException e) {
+        LOG.debug("close failed", e);
+      }
+    }
+  }
+}
