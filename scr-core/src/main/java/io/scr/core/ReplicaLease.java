@@ -1,0 +1,38 @@
+package io.scr.core;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * A leased open replica, from {@link ScrClient#lease}. While the lease is open the replica's fds
+ * stay open; {@link #close()} gives the lease back to the engine's cache (it never closes fds
+ * directly; the cache does, off the read path, once nobody holds the replica).
+ *
+ * <p>Not thread-safe: take one lease per read (or per reading thread). {@link #close()} is
+ * idempotent. Reads after close throw {@link IllegalStateException}.
+ */
+public interface ReplicaLease extends Closeable {
+  /** Bytes in the replica when it was opened. */
+  long length();
+
+  /**
+   * Positional read at {@code blockOffset} into {@code dst} (heap or direct), at most {@code
+   * dst.remaining()} bytes; advances {@code dst}'s position by the count returned.
+   *
+   * @param verifyChecksum verify the covering checksum chunks (skipped anyway when the DataNode has
+   *     the block cached and the slot can be anchored)
+   * @return bytes read (possibly fewer than requested; call again), or -1 at or past {@link
+   *     #length()}
+   * @throws org.apache.hadoop.fs.ChecksumException naming file or block, block and offset
+   */
+  int read(long blockOffset, ByteBuffer dst, boolean verifyChecksum) throws IOException;
+
+  /** As {@link #read(long, ByteBuffer, boolean)}, into {@code buf[off, off + len)}. */
+  int read(long blockOffset, byte[] buf, int off, int len, boolean verifyChecksum)
+      throws IOException;
+
+  /** Releases the lease; idempotent. */
+  @Override
+  void close();
+}

@@ -1,0 +1,324 @@
+package io.scr.core;
+
+import io.scr.cache.LeaseCacheStats;
+import io.scr.cache.Ticker;
+import io.scr.core.net.DomainSocketPool;
+import io.scr.core.net.FailureClass;
+import io.scr.core.net.PathBackoff;
+import io.scr.core.replica.ReplicaManager;
+import java.io.Closeable;
+import java.io.File;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.net.NetUtils;
+import org.apache.hadoop.security.token.Token;
+
+/**
+ * The short-circuit engine shared by every stream of one client context: domain-socket pool,
+ * per-path backoff, open-replica cache, slot pools and reader. Obtain it with {@link
+ * #acquire(Configuration)}; each acquire needs one {@link #close()}; the last close releases every
+ * fd, socket, segment and thread.
+ *
+ * <p><b>Which socket.</b> {@link #socketPathFor} resolves the DataNode's socket from {@code
+ * scr.client.socket.paths} (else {@code dfs.domain.socket.path}), replacing {@code _PORT} with the
+ * DataNode's transfer port, and only for DataNodes on this host (an address of a local interface,
+ * cached per address). With several DataNodes on one host each must have its own socket path,
+ * distinguished by {@code _PORT}.
+ *
+ * <p>Thread-safety: thread-safe. {@link #socketPathFor} and a cache-hit {@link #lease} take no lock
+ * other readers wait on. The registry of shared instances is guarded by a static monitor, taken
+ * only by acquire and close.
+ */
+public final class ScrClient implements Closeable {
+  private static final Object REGISTRY_LOCK = new Object();
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  private static final Map<String, ScrClient> REGISTRY = new HashMap<>();
+
+  private final String context;
+  private final boolean enabled;
+  private final List<String> pathTemplates;
+  private final PathBackoff backoff;
+  private final ReplicaManager replicas;
+  private final EnumMap<FallbackReason, LongAdder> fallbacks = new EnumMap<>(FallbackReason.class);
+  private final ConcurrentHashMap<String, Boolean> localAddresses = new ConcurrentHashMap<>();
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  private int references;
+
+  private volatile boolean closed;
+
+  ScrClient(Configuration conf, String context, Ticker ticker) {
+    this.context = context;
+    for (FallbackReason r : FallbackReason.values()) {
+      fallbacks.put(r, new LongAdder());
+    }
+    this.enabled = ScrKeys.CLIENT_ENABLED.get(conf);
+    this.pathTemplates = socketPathTemplates(conf);
+    Map<FailureClass, Integer> base = new EnumMap<>(FailureClass.class);
+    base.put(FailureClass.CONNECT, ScrKeys.BACKOFF_CONNECT_SECONDS.get(conf));
+    base.put(FailureClass.UNSUPPORTED, ScrKeys.BACKOFF_UNSUPPORTED_SECONDS.get(conf));
+    base.put(FailureClass.IO, ScrKeys.BACKOFF_IO_SECONDS.get(conf));
+    base.put(FailureClass.SHM, ScrKeys.BACKOFF_SHM_SECONDS.get(conf));
+    this.backoff = new PathBackoff(ticker, base, ScrKeys.BACKOFF_MAX_SECONDS.get(conf));
+    Integer readTimeout = ScrKeys.NET_READ_TIMEOUT_MS.get(conf);
+    if (readTimeout == null) {
+      readTimeout = Math.min(ScrKeys.DFS_CLIENT_SOCKET_TIMEOUT.get(conf), 5000);
+      if (readTimeout <= 0) {
+        readTimeout = 5000;
+      }
+    }
+    DomainSocketPool pool =
+        DomainSocketPool.newBuilder()
+            .connectTimeoutMs(ScrKeys.NET_CONNECT_TIMEOUT_MS.get(conf))
+            .readTimeoutMs(readTimeout)
+            .maxIdlePerPath(ScrKeys.NET_POOL_MAX_IDLE.get(conf))
+            .idleExpiryMs(ScrKeys.NET_POOL_IDLE_EXPIRY_MS.get(conf))
+            .ticker(ticker)
+            .build();
+    Long stale = ScrKeys.REPLICA_STALE_THRESHOLD_MS.get(conf);
+    if (stale == null) {
+      stale =
+          ScrKeys.DFS_REPLICA_STALE_THRESHOLD_MS.isSet(conf)
+              ? ScrKeys.DFS_REPLICA_STALE_THRESHOLD_MS.get(conf)
+              : 300000L;
+    }
+    Integer capacity = ScrKeys.CACHE_CAPACITY.get(conf);
+    this.replicas =
+        ReplicaManager.newBuilder(context, pool, backoff)
+            .ticker(ticker)
+            .capacity(capacity == null ? 0 : capacity)
+            .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf))
+            .staleThresholdMs(stale)
+            .shmEnabled(ScrKeys.SHM_ENABLED.get(conf))
+            .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf))
+            .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf))
+            .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf))
+            .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
+            .fallbacks(r -> fallbacks.get(r).increment())
+            .build();
+  }
+
+  /**
+   * The engine shared by context {@code scr.client.context} (default: {@code dfs.client.context}),
+   * created on first acquire from {@code conf}; later acquires of the same context share it (their
+   * configuration is not re-read). Reference-counted: call {@link #close()} once per acquire.
+   */
+  public static ScrClient acquire(Configuration conf) {
+    String context = ScrKeys.CLIENT_CONTEXT.get(conf);
+    if (context == null || context.isEmpty()) {
+      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf);
+    }
+    synchronized (REGISTRY_LOCK) {
+      ScrClient client = REGISTRY.get(context);
+      if (client == null) {
+        client = new ScrClient(conf, context, Ticker.systemTicker());
+        REGISTRY.put(context, client);
+      }
+      client.references++;
+      return client;
+    }
+  }
+
+  private static List<String> socketPathTemplates(Configuration conf) {
+    String explicit = ScrKeys.CLIENT_SOCKET_PATHS.get(conf);
+    List<String> out = new ArrayList<>();
+    String source = explicit != null ? explicit : ScrKeys.DFS_DOMAIN_SOCKET_PATH.get(conf);
+    for (String p : source.split(",")) {
+      String t = p.trim();
+      if (!t.isEmpty()) {
+        out.add(t);
+      }
+    }
+    return Collections.unmodifiableList(out);
+  }
+
+  /** The context name this engine is shared under. */
+  public String context() {
+    return context;
+  }
+
+  /**
+   * The UNIX socket for short-circuit reads from this DataNode, or null when it is not on this
+   * host, not configured, or backing off (the reason is counted).
+   */
+  public String socketPathFor(DatanodeInfo dn) {
+    if (!enabled) {
+      return fallback(FallbackReason.DISABLED);
+    }
+    if (closed) {
+      return fallback(FallbackReason.CLOSED);
+    }
+    if (pathTemplates.isEmpty()) {
+      return fallback(FallbackReason.NOT_CONFIGURED);
+    }
+    if (!isLocal(dn.getIpAddr())) {
+      return fallback(FallbackReason.NOT_LOCAL);
+    }
+    String path = resolve(dn.getXferPort());
+    if (path == null) {
+      return fallback(FallbackReason.NOT_CONFIGURED);
+    }
+    if (backoff.isBackingOff(path)) {
+      return fallback(FallbackReason.BACKING_OFF);
+    }
+    return path;
+  }
+
+  /**
+   * The socket path for a DataNode with transfer port {@code xferPort}: the first template that
+   * names {@code _PORT} (resolved), else the first template.
+   */
+  String resolve(int xferPort) {
+    for (String t : pathTemplates) {
+      if (t.contains("_PORT")) {
+        return t.replace("_PORT", String.valueOf(xferPort));
+      }
+    }
+    return pathTemplates.get(0);
+  }
+
+  /**
+   * The socket paths of every DataNode on this host that the configuration names without a port to
+   * resolve, plus the {@code _PORT} templates resolved against the socket files that exist (for
+   * callers that do not know which DataNode holds a block: the replica accessor).
+   */
+  public List<String> localSocketPaths() {
+    List<String> out = new ArrayList<>();
+    for (String t : pathTemplates) {
+      if (!t.contains("_PORT")) {
+        out.add(t);
+        continue;
+      }
+      File template = new File(t);
+      File dir = template.getParentFile();
+      String name = template.getName();
+      int at = name.indexOf("_PORT");
+      String prefix = name.substring(0, at);
+      String suffix = name.substring(at + "_PORT".length());
+      String[] entries = dir == null ? null : dir.list();
+      if (entries == null || name.indexOf("_PORT", at + 1) >= 0) {
+        continue;
+      }
+      for (String e : entries) {
+        if (e.startsWith(prefix)
+            && e.endsWith(suffix)
+            && e.length() > prefix.length() + suffix.length()) {
+          String port = e.substring(prefix.length(), e.length() - suffix.length());
+          if (port.chars().allMatch(Character::isDigit)) {
+            out.add(new File(dir, e).getPath());
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Whether {@code path} is backing off now (for callers that choose the path themselves). */
+  public boolean isBackingOff(String path) {
+    return backoff.isBackingOff(path);
+  }
+
+  private boolean isLocal(String ip) {
+    Boolean local = localAddresses.get(ip);
+    if (local == null) {
+      try {
+        local = NetUtils.isLocalAddress(InetAddress.getByName(ip));
+      } catch (UnknownHostException e) {
+        local = Boolean.FALSE;
+      }
+      localAddresses.put(ip, local);
+    }
+    return local;
+  }
+
+  /**
+   * Leases the replica from the DataNode at {@code socketPath}, opening it on a cache miss. Null
+   * when it cannot be read locally right now (reason counted; the caller falls back to the stock
+   * path).
+   *
+   * @throws org.apache.hadoop.security.token.SecretManager.InvalidToken so the caller can refetch
+   *     the token
+   */
+  public ReplicaLease lease(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+      throws IOException {
+    return lease(block, token, socketPath, null);
+  }
+
+  /** As {@link #lease(ExtendedBlock, Token, String)}, naming the HDFS file in checksum errors. */
+  public ReplicaLease lease(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      throws IOException {
+    if (closed) {
+      return fallback(FallbackReason.CLOSED);
+    }
+    if (backoff.isBackingOff(socketPath)) {
+      return fallback(FallbackReason.BACKING_OFF);
+    }
+    return replicas.lease(block, token, socketPath, fileName);
+  }
+
+  private <T> T fallback(FallbackReason reason) {
+    fallbacks.get(reason).increment();
+    return null;
+  }
+
+  /** How often reads fell back for {@code reason}. */
+  public long fallbackCount(FallbackReason reason) {
+    return fallbacks.get(reason).sum();
+  }
+
+  /** Per-path, per-failure-class backoff counters with the last reason. */
+  public List<PathBackoff.Status> backoffStatus() {
+    return backoff.snapshot();
+  }
+
+  /** The open-replica cache's counters. */
+  public LeaseCacheStats cacheStats() {
+    return replicas.cacheStats();
+  }
+
+  /** The slot pools' counters. */
+  public List<io.scr.shm.SlotPoolStats> slotPoolStats() {
+    return replicas.slotPoolStats();
+  }
+
+  /**
+   * Drops one reference; the last one closes the engine: cached replicas are closed (leased ones
+   * when their lease closes), slot pools and their threads stop, segments and sockets close. Calls
+   * beyond the acquires are ignored.
+   */
+  @Override
+  public void close() {
+    synchronized (REGISTRY_LOCK) {
+      if (references == 0) {
+        return;
+      }
+      if (--references > 0) {
+        return;
+      }
+      REGISTRY.remove(context, this);
+      closed = true;
+    }
+    replicas.close();
+  }
+
+  @Override
+  public String toString() {
+    return "ScrClient{" + context + ", paths=" + pathTemplates + (closed ? ", closed}" : "}");
+  }
+}

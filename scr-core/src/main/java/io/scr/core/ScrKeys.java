@@ -1,0 +1,259 @@
+package io.scr.core;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * The one catalogue of configuration keys scr reads: every {@code scr.*} key and every stock Hadoop
+ * key scr honours, with type, default and description. Code reads configuration only through these
+ * entries; {@link #all()} enumerates them in catalogue order (for {@code docs/configuration.md} and
+ * {@code scr doctor}).
+ *
+ * <p>Defaults work untuned. Durations are milliseconds unless the key says {@code seconds}.
+ */
+public final class ScrKeys {
+  private static final List<ScrKey<?>> ALL = new ArrayList<>();
+
+  private ScrKeys() {}
+
+  // ---- stock keys honoured ----
+
+  /** Stock client switch for short-circuit reads. */
+  public static final ScrKey<Boolean> DFS_CLIENT_READ_SHORTCIRCUIT =
+      stock(
+          "dfs.client.read.shortcircuit",
+          Boolean.class,
+          false,
+          "Stock switch for short-circuit reads. ScrFileSystem serves local reads only when it is"
+              + " true. The replica accessor builder does not need it: listing"
+              + " io.scr.core.hdfs.ScrReplicaAccessorBuilder in"
+              + " dfs.client.replica.accessor.builder.classes is the opt-in, and leaving this"
+              + " false keeps the stock local reader (and libhadoop) out of the way.");
+
+  /** Stock DataNode socket path, {@code _PORT} resolved per DataNode. */
+  public static final ScrKey<String> DFS_DOMAIN_SOCKET_PATH =
+      stock(
+          "dfs.domain.socket.path",
+          String.class,
+          "",
+          "UNIX socket of the local DataNode(s); _PORT is replaced by the DataNode's transfer"
+              + " port. Used when scr.client.socket.paths is not set.");
+
+  /** Stock client socket timeout; caps scr's read timeout when that is not set. */
+  public static final ScrKey<Integer> DFS_CLIENT_SOCKET_TIMEOUT =
+      stock(
+          "dfs.client.socket-timeout",
+          Integer.class,
+          60000,
+          "Stock client socket timeout (ms). When scr.net.read.timeout.ms is unset, scr uses"
+              + " min(this, 5000) for domain-socket reads.");
+
+  /** Stock client context name; scr shares one engine per context. */
+  public static final ScrKey<String> DFS_CLIENT_CONTEXT =
+      stock(
+          "dfs.client.context",
+          String.class,
+          "default",
+          "Stock client context name. scr shares one engine (cache, sockets, slots) among the"
+              + " file systems of one context unless scr.client.context says otherwise.");
+
+  /** Stock staleness of replicas opened without a shared-memory slot. */
+  public static final ScrKey<Long> DFS_REPLICA_STALE_THRESHOLD_MS =
+      stock(
+          "dfs.client.read.short.circuit.replica.stale.threshold.ms",
+          Long.class,
+          1800000L,
+          "Stock age (ms) after which a replica opened without a shared-memory slot is reopened."
+              + " Honoured when scr.replica.stale.threshold.ms is unset.");
+
+  // ---- scr keys ----
+
+  /** Engine sharing scope. */
+  public static final ScrKey<String> CLIENT_CONTEXT =
+      scr(
+          "scr.client.context",
+          String.class,
+          null,
+          "Name of the shared scr engine. Unset: the value of dfs.client.context. File systems"
+              + " with the same name share one cache, socket pool and slot pool.");
+
+  /** Explicit socket list. */
+  public static final ScrKey<String> CLIENT_SOCKET_PATHS =
+      scr(
+          "scr.client.socket.paths",
+          String.class,
+          null,
+          "Comma-separated UNIX socket paths of the DataNodes on this host (_PORT allowed and"
+              + " resolved per DataNode). Unset: dfs.domain.socket.path.");
+
+  /** Master switch. */
+  public static final ScrKey<Boolean> CLIENT_ENABLED =
+      scr(
+          "scr.client.enabled",
+          Boolean.class,
+          true,
+          "Master switch for the scr data plane. False: every read takes the stock path.");
+
+  /** Connect timeout. */
+  public static final ScrKey<Integer> NET_CONNECT_TIMEOUT_MS =
+      scr(
+          "scr.net.connect.timeout.ms",
+          Integer.class,
+          1000,
+          "Timeout (ms) for connecting to a DataNode's UNIX socket.");
+
+  /** Read/write timeout. */
+  public static final ScrKey<Integer> NET_READ_TIMEOUT_MS =
+      scr(
+          "scr.net.read.timeout.ms",
+          Integer.class,
+          null,
+          "Timeout (ms) for each read and write on a DataNode's UNIX socket. Unset:"
+              + " min(dfs.client.socket-timeout, 5000).");
+
+  /** Idle connections kept per path. */
+  public static final ScrKey<Integer> NET_POOL_MAX_IDLE =
+      scr(
+          "scr.net.pool.max.idle.per.path",
+          Integer.class,
+          8,
+          "Idle domain-socket connections kept per DataNode socket path for fd requests and"
+              + " releases. Extra connections are closed on return.");
+
+  /** Idle expiry of pooled connections. */
+  public static final ScrKey<Long> NET_POOL_IDLE_EXPIRY_MS =
+      scr(
+          "scr.net.pool.idle.expiry.ms",
+          Long.class,
+          3000L,
+          "Pooled connections idle longer than this (ms) are closed instead of reused. Keep it"
+              + " below the DataNode's dfs.datanode.socket.reuse.keepalive (4000 ms), after which"
+              + " the DataNode closes its side.");
+
+  /** Backoff after a connect failure. */
+  public static final ScrKey<Integer> BACKOFF_CONNECT_SECONDS =
+      scr(
+          "scr.backoff.connect.seconds",
+          Integer.class,
+          2,
+          "Seconds a socket path is skipped after a connect failure (no DataNode listening, path"
+              + " missing, permission denied). Doubles on each consecutive failure up to"
+              + " scr.backoff.max.seconds.");
+
+  /** Backoff after ERROR_UNSUPPORTED without version. */
+  public static final ScrKey<Integer> BACKOFF_UNSUPPORTED_SECONDS =
+      scr(
+          "scr.backoff.unsupported.seconds",
+          Integer.class,
+          10,
+          "Seconds a socket path is skipped after the DataNode answers that it does not pass file"
+              + " descriptors (ERROR_UNSUPPORTED). Stock uses"
+              + " dfs.domain.socket.disable.interval.seconds (600).");
+
+  /** Backoff after an I/O or protocol failure. */
+  public static final ScrKey<Integer> BACKOFF_IO_SECONDS =
+      scr(
+          "scr.backoff.io.seconds",
+          Integer.class,
+          2,
+          "Seconds a socket path is skipped after an I/O or protocol failure on a fresh"
+              + " connection (timeout, reset, malformed reply, missing fds).");
+
+  /** Backoff of the shared-memory request. */
+  public static final ScrKey<Integer> BACKOFF_SHM_SECONDS =
+      scr(
+          "scr.backoff.shm.seconds",
+          Integer.class,
+          60,
+          "Seconds scr reads without shared-memory slots (time-based staleness) after the"
+              + " DataNode refused or failed a shared-memory request.");
+
+  /** Cap for exponential backoff. */
+  public static final ScrKey<Integer> BACKOFF_MAX_SECONDS =
+      scr(
+          "scr.backoff.max.seconds",
+          Integer.class,
+          60,
+          "Upper bound (seconds) of any backoff after consecutive failures.");
+
+  /** Cache capacity. */
+  public static final ScrKey<Integer> CACHE_CAPACITY =
+      scr(
+          "scr.cache.capacity",
+          Integer.class,
+          null,
+          "Maximum open replicas cached. Unset: sized from the process fd limit (RLIMIT_NOFILE):"
+              + " half of it minus 1024, two fds per replica.");
+
+  /** Cache idle expiry. */
+  public static final ScrKey<Long> CACHE_IDLE_EXPIRY_MS =
+      scr(
+          "scr.cache.idle.expiry.ms",
+          Long.class,
+          300000L,
+          "An open replica nobody has read for this long (ms) is closed.");
+
+  /** No-slot staleness. */
+  public static final ScrKey<Long> REPLICA_STALE_THRESHOLD_MS =
+      scr(
+          "scr.replica.stale.threshold.ms",
+          Long.class,
+          null,
+          "Age (ms) after which a replica opened without a shared-memory slot is reopened."
+              + " Unset: dfs.client.read.short.circuit.replica.stale.threshold.ms if set,"
+              + " else 300000. Replicas with a slot go stale when the DataNode clears the slot.");
+
+  /** Shared memory switch. */
+  public static final ScrKey<Boolean> SHM_ENABLED =
+      scr(
+          "scr.shm.enabled",
+          Boolean.class,
+          true,
+          "Request shared-memory slots from the DataNode so it can tell the client when a"
+              + " replica is deleted or moved, and allow checksum skipping for cached blocks.");
+
+  /** Slot pool low watermark (key shared with scr-shm's {@code SlotPool}). */
+  public static final ScrKey<Integer> SLOT_POOL_LOW_WATERMARK =
+      scr(
+          "scr.client.slot-pool.low-watermark",
+          Integer.class,
+          64,
+          "Free slots the pool keeps ready per DataNode; below it a new shared-memory segment is"
+              + " requested in the background.");
+
+  /** Slot pool wait (key shared with scr-shm's {@code SlotPool}). */
+  public static final ScrKey<Long> SLOT_POOL_MAX_ALLOCATION_WAIT_MS =
+      scr(
+          "scr.client.slot-pool.max-allocation-wait",
+          Long.class,
+          50L,
+          "How long (ms) a replica open waits for a free slot when the pool is empty before it"
+              + " goes on without one (time-based staleness for that replica).");
+
+  /** Per-thread scratch size. */
+  public static final ScrKey<Integer> READ_SCRATCH_BYTES =
+      scr(
+          "scr.read.scratch.bytes",
+          Integer.class,
+          65536,
+          "Size of the per-thread scratch buffer used when a checksummed read does not start and"
+              + " end on checksum-chunk boundaries. Larger unaligned reads are served in pieces.");
+
+  /** All keys, stock ones first, in catalogue order. */
+  public static List<ScrKey<?>> all() {
+    return Collections.unmodifiableList(ALL);
+  }
+
+  private static <T> ScrKey<T> stock(String name, Class<T> type, T def, String description) {
+    ScrKey<T> key = new ScrKey<>(name, type, def, description, "0.1", true);
+    ALL.add(key);
+    return key;
+  }
+
+  private static <T> ScrKey<T> scr(String name, Class<T> type, T def, String description) {
+    ScrKey<T> key = new ScrKey<>(name, type, def, description, "0.1", false);
+    ALL.add(key);
+    return key;
+  }
+}

@@ -1,0 +1,241 @@
+package io.scr.core.hdfs;
+
+import io.scr.core.ReplicaLease;
+import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
+import java.io.ByteArrayInputStream;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.ReplicaAccessor;
+import org.apache.hadoop.hdfs.ReplicaAccessorBuilder;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Integration point 1: set {@code dfs.client.replica.accessor.builder.classes} to this class and
+ * the stock {@code DFSInputStream} asks it first for every block read (its {@code
+ * BlockReaderFactory} wraps the accessor in an {@code ExternalBlockReader}). No other change: the
+ * stock {@code DistributedFileSystem} stays, and {@code dfs.client.read.shortcircuit} can stay
+ * false (then only scr reads locally, without libhadoop).
+ *
+ * <p><b>Finding the socket.</b> The builder is told the block, not the DataNode the stream chose.
+ * It tries the configured local sockets ({@code scr.client.socket.paths}, else {@code
+ * dfs.domain.socket.path}; a {@code _PORT} template is matched against the socket files that exist
+ * in its directory, one per local DataNode), skipping paths that are backing off, in order, until
+ * one DataNode serves the block. The replica cache is keyed by block, so once any local DataNode
+ * has served a block, later reads are cache hits whichever path comes first. With one DataNode per
+ * host there is one path and no search. With several, a miss may ask a DataNode that does not hold
+ * the block; it answers ERROR, which costs one round trip, counts as {@code BLOCK_REFUSED}, and
+ * never backs the path off.
+ *
+ * <p><b>When it returns null</b> (the stock path reads the block): short-circuit is not allowed for
+ * this read (the file is under construction), scr is disabled or no local socket is configured, no
+ * local socket is usable (missing, backing off), or no local DataNode can serve the block. An
+ * invalid block token also yields null: the stock reader then surfaces it and refetches the token.
+ *
+ * <p><b>Engine lifetime.</b> Stock instantiates a builder per block read, so the engine ({@link
+ * ScrClient}) is held per client context for the life of the JVM, like stock's {@code
+ * ClientContext}; {@link #releaseAll()} closes it (for tests and containers that reload).
+ *
+ * <p>Not thread-safe (stock uses each builder once, on one thread); the accessor it builds is used
+ * by one block reader.
+ */
+public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
+  private static final Logger LOG = LoggerFactory.getLogger(ScrReplicaAccessorBuilder.class);
+  private static final ConcurrentHashMap<String, ScrClient> CLIENTS = new ConcurrentHashMap<>();
+
+  private String fileName;
+  private long blockId;
+  private String blockPoolId;
+  private long generationStamp;
+  private boolean verifyChecksum = true;
+  private boolean allowShortCircuit = true;
+  private long visibleLength = -1;
+  private Configuration conf;
+  private byte[] token;
+
+  @Override
+  public ReplicaAccessorBuilder setFileName(String fileName) {
+    this.fileName = fileName;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setBlock(long blockId, String blockPoolId) {
+    this.blockId = blockId;
+    this.blockPoolId = blockPoolId;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setGenerationStamp(long generationStamp) {
+    this.generationStamp = generationStamp;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setVerifyChecksum(boolean verifyChecksum) {
+    this.verifyChecksum = verifyChecksum;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setClientName(String clientName) {
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setAllowShortCircuitReads(boolean allow) {
+    this.allowShortCircuit = allow;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setVisibleLength(long visibleLength) {
+    this.visibleLength = visibleLength;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setConfiguration(Configuration conf) {
+    this.conf = conf;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessorBuilder setBlockAccessToken(byte[] token) {
+    this.token = token;
+    return this;
+  }
+
+  @Override
+  public ReplicaAccessor build() {
+    if (!allowShortCircuit || conf == null || blockPoolId == null) {
+      return null;
+    }
+    if (!ScrKeys.CLIENT_ENABLED.get(conf)) {
+      return null;
+    }
+    ScrClient client = client(conf);
+    List<String> paths = client.localSocketPaths();
+    if (paths.isEmpty()) {
+      return null;
+    }
+    Token<BlockTokenIdentifier> blockToken;
+    try {
+      blockToken = decodeToken(token);
+    } catch (IOException e) {
+      LOG.debug("undecodable block token for {}; using the stock reader", fileName, e);
+      return null;
+    }
+    // numBytes is not used by the DataNode for fd requests; the lease reports the real length.
+    ExtendedBlock block = new ExtendedBlock(blockPoolId, blockId, 0, generationStamp);
+    for (String path : paths) {
+      if (client.isBackingOff(path)) {
+        continue;
+      }
+      try {
+        ReplicaLease lease = client.lease(block, blockToken, path, fileName);
+        if (lease != null) {
+          if (visibleLength > lease.length()) {
+            // The DataNode's replica is shorter than what the reader may read: let stock handle it.
+            lease.close();
+            return null;
+          }
+          return new Accessor(lease, verifyChecksum);
+        }
+      } catch (IOException e) {
+        LOG.debug(
+            "short-circuit lease of {} from {} failed; using the stock reader", block, path, e);
+        return null;
+      }
+    }
+    return null;
+  }
+
+  private static Token<BlockTokenIdentifier> decodeToken(byte[] bytes) throws IOException {
+    Token<BlockTokenIdentifier> t = new Token<>();
+    if (bytes != null && bytes.length > 0) {
+      t.readFields(new DataInputStream(new ByteArrayInputStream(bytes)));
+    }
+    return t;
+  }
+
+  private static ScrClient client(Configuration conf) {
+    String context = ScrKeys.CLIENT_CONTEXT.get(conf);
+    if (context == null || context.isEmpty()) {
+      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf);
+    }
+    ScrClient c = CLIENTS.get(context);
+    if (c != null) {
+      return c;
+    }
+    return CLIENTS.computeIfAbsent(context, k -> ScrClient.acquire(conf));
+  }
+
+  /** The engine this builder uses for {@code conf}'s context (acquired on first use). */
+  public static ScrClient engine(Configuration conf) {
+    return client(conf);
+  }
+
+  /**
+   * Releases every engine the builder holds (closing it unless someone else also holds it). Reads
+   * after this acquire a new engine.
+   */
+  public static void releaseAll() {
+    for (String context : CLIENTS.keySet()) {
+      ScrClient c = CLIENTS.remove(context);
+      if (c != null) {
+        c.close();
+      }
+    }
+  }
+
+  /** The accessor: one lease, read by one block reader. */
+  private static final class Accessor extends ReplicaAccessor {
+    private final ReplicaLease lease;
+    private final boolean verifyChecksum;
+
+    Accessor(ReplicaLease lease, boolean verifyChecksum) {
+      this.lease = lease;
+      this.verifyChecksum = verifyChecksum;
+    }
+
+    @Override
+    public int read(long pos, byte[] buf, int off, int len) throws IOException {
+      return lease.read(pos, buf, off, len, verifyChecksum);
+    }
+
+    @Override
+    public int read(long pos, ByteBuffer buf) throws IOException {
+      return lease.read(pos, buf, verifyChecksum);
+    }
+
+    @Override
+    public void close() {
+      lease.close();
+    }
+
+    @Override
+    public boolean isLocal() {
+      return true;
+    }
+
+    @Override
+    public boolean isShortCircuit() {
+      return true;
+    }
+
+    @Override
+    public int getNetworkDistance() {
+      return 0;
+    }
+  }
+}

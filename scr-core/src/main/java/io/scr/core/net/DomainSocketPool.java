@@ -1,0 +1,274 @@
+package io.scr.core.net;
+
+import io.scr.cache.Ticker;
+import java.io.Closeable;
+import java.io.File;
+import java.io.IOException;
+import java.net.SocketTimeoutException;
+import java.util.Deque;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.newsclub.net.unix.AFUNIXSocket;
+import org.newsclub.net.unix.AFUNIXSocketAddress;
+
+/**
+ * Long-lived junixsocket connections per DataNode socket path, for fd requests (op 87) and slot
+ * releases (op 88). A connection serves one exchange at a time; after a successful exchange it goes
+ * back to the path's idle deque (LIFO, so the warmest is reused and the rest age out). Idle
+ * connections older than the idle expiry are closed instead of reused, because the DataNode closes
+ * its side after {@code dfs.datanode.socket.reuse.keepalive} (4 s).
+ *
+ * <p>A stale pooled connection (the DataNode closed it while idle: EOF, reset or broken pipe) is
+ * detected by the exchange failing; {@link #call} then retries the exchange exactly once on a fresh
+ * connection. Timeouts are not retried (the DataNode is slow, not gone). Connections for
+ * shared-memory segments are not pooled: {@link #connect} hands out a fresh one the caller owns.
+ *
+ * <p>Bounded: every connect has the connect timeout; every read and write the socket timeout.
+ *
+ * <p>Concurrency: lock-free; idle deques are concurrent; counts are approximate under races (at
+ * worst one connection more than the idle maximum is kept briefly). {@link #close()} closes idle
+ * connections; borrowed ones are closed when returned after close.
+ */
+public final class DomainSocketPool implements Closeable {
+  private final int connectTimeoutMs;
+  private final int readTimeoutMs;
+  private final int maxIdlePerPath;
+  private final long idleExpiryNanos;
+  private final Ticker ticker;
+  private final Map<String, Deque<DomainConnection>> idle = new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> idleCounts = new ConcurrentHashMap<>();
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final AtomicLong connects = new AtomicLong();
+  private final AtomicLong reuses = new AtomicLong();
+  private final AtomicLong staleRetries = new AtomicLong();
+
+  private DomainSocketPool(Builder b) {
+    this.connectTimeoutMs = b.connectTimeoutMs;
+    this.readTimeoutMs = b.readTimeoutMs;
+    this.maxIdlePerPath = b.maxIdlePerPath;
+    this.idleExpiryNanos = TimeUnit.MILLISECONDS.toNanos(b.idleExpiryMs);
+    this.ticker = b.ticker;
+  }
+
+  /** A builder with the defaults of {@code io.scr.core.ScrKeys}. */
+  public static Builder newBuilder() {
+    return new Builder();
+  }
+
+  /** One request/response exchange on a connection. */
+  @FunctionalInterface
+  public interface Exchange<T> {
+    /**
+     * Runs the exchange. Returning normally returns the connection to the pool unless the exchange
+     * called {@link DomainConnection#markNotReusable()}; throwing closes it.
+     */
+    T run(DomainConnection connection) throws IOException;
+  }
+
+  /**
+   * Runs {@code exchange} on a pooled connection to {@code path} (or a new one), retrying once on a
+   * fresh connection if a pooled one turns out to be stale.
+   *
+   * @throws DomainConnectException if no connection could be made
+   * @throws IOException what the exchange threw on a fresh connection
+   */
+  public <T> T call(String path, Exchange<T> exchange) throws IOException {
+    DomainConnection c = pollIdle(path);
+    if (c != null) {
+      reuses.incrementAndGet();
+      try {
+        return runAndReturn(c, exchange);
+      } catch (SocketTimeoutException e) {
+        throw e;
+      } catch (io.scr.core.protocol.ProtocolException e) {
+        throw e;
+      } catch (IOException e) {
+        // Stale: the DataNode closed the idle connection. Once more, on a fresh one.
+        staleRetries.incrementAndGet();
+      }
+    }
+    return runAndReturn(connect(path), exchange);
+  }
+
+  private <T> T runAndReturn(DomainConnection c, Exchange<T> exchange) throws IOException {
+    boolean ok = false;
+    try {
+      T result = exchange.run(c);
+      ok = true;
+      return result;
+    } finally {
+      if (ok) {
+        giveBack(c);
+      } else {
+        c.close();
+      }
+    }
+  }
+
+  /**
+   * A new connection to {@code path} that the caller owns and must close (used for shared-memory
+   * segments, whose life the DataNode ties to the connection).
+   *
+   * @throws DomainConnectException naming the path and the likely remedy
+   */
+  public DomainConnection connect(String path) throws IOException {
+    if (closed.get()) {
+      throw new IOException("the domain socket pool is closed");
+    }
+    AFUNIXSocket socket = AFUNIXSocket.newInstance();
+    try {
+      socket.connect(AFUNIXSocketAddress.of(new File(path)), connectTimeoutMs);
+      socket.setSoTimeout(readTimeoutMs);
+      connects.incrementAndGet();
+      return new DomainConnection(path, socket, ticker.read());
+    } catch (IOException e) {
+      try {
+        socket.close();
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      String hint =
+          new File(path).exists()
+              ? "is the DataNode running and is the socket's directory accessible to this user?"
+              : "the socket file does not exist: is a DataNode with this dfs.domain.socket.path"
+                  + " running on this host?";
+      throw new DomainConnectException(
+          "cannot connect to DataNode socket " + path + ": " + e.getMessage() + "; " + hint, e);
+    }
+  }
+
+  private DomainConnection pollIdle(String path) {
+    Deque<DomainConnection> deque = idle.get(path);
+    if (deque == null) {
+      return null;
+    }
+    long now = ticker.read();
+    DomainConnection c;
+    while ((c = deque.pollFirst()) != null) {
+      idleCounts.get(path).decrementAndGet();
+      c.setPooled(false);
+      if (now - c.lastUsedNanos() < idleExpiryNanos && c.isReusable()) {
+        return c;
+      }
+      c.close();
+    }
+    return null;
+  }
+
+  private void giveBack(DomainConnection c) {
+    if (!c.isReusable() || closed.get() || maxIdlePerPath <= 0) {
+      c.close();
+      return;
+    }
+    String path = c.path();
+    AtomicInteger count = idleCounts.computeIfAbsent(path, p -> new AtomicInteger());
+    if (count.incrementAndGet() > maxIdlePerPath) {
+      count.decrementAndGet();
+      c.close();
+      return;
+    }
+    c.touch(ticker.read());
+    c.setPooled(true);
+    idle.computeIfAbsent(path, p -> new ConcurrentLinkedDeque<>()).offerFirst(c);
+    if (closed.get()) {
+      closeIdle();
+    }
+  }
+
+  /** Connections opened so far. */
+  public long connectCount() {
+    return connects.get();
+  }
+
+  /** Exchanges served by a pooled connection. */
+  public long reuseCount() {
+    return reuses.get();
+  }
+
+  /** Exchanges retried on a fresh connection because the pooled one was stale. */
+  public long staleRetryCount() {
+    return staleRetries.get();
+  }
+
+  /** Closes every idle connection; later calls fail. Idempotent. */
+  @Override
+  public void close() {
+    closed.set(true);
+    closeIdle();
+  }
+
+  private void closeIdle() {
+    for (Map.Entry<String, Deque<DomainConnection>> e : idle.entrySet()) {
+      DomainConnection c;
+      while ((c = e.getValue().pollFirst()) != null) {
+        idleCounts.get(e.getKey()).decrementAndGet();
+        c.close();
+      }
+    }
+  }
+
+  /** Configuration of a {@link DomainSocketPool}. Not thread-safe. */
+  public static final class Builder {
+    private int connectTimeoutMs = 1000;
+    private int readTimeoutMs = 5000;
+    private int maxIdlePerPath = 8;
+    private long idleExpiryMs = 3000;
+    private Ticker ticker = Ticker.systemTicker();
+
+    private Builder() {}
+
+    /** Connect timeout, ms (> 0). */
+    public Builder connectTimeoutMs(int ms) {
+      this.connectTimeoutMs = positive(ms, "connect timeout");
+      return this;
+    }
+
+    /** Timeout of each read and write, ms (> 0). */
+    public Builder readTimeoutMs(int ms) {
+      this.readTimeoutMs = positive(ms, "read timeout");
+      return this;
+    }
+
+    /** Idle connections kept per path (>= 0). */
+    public Builder maxIdlePerPath(int n) {
+      if (n < 0) {
+        throw new IllegalArgumentException("max idle connections must be >= 0: " + n);
+      }
+      this.maxIdlePerPath = n;
+      return this;
+    }
+
+    /** Idle expiry, ms (> 0). */
+    public Builder idleExpiryMs(long ms) {
+      if (ms <= 0) {
+        throw new IllegalArgumentException("idle expiry must be > 0 ms: " + ms);
+      }
+      this.idleExpiryMs = ms;
+      return this;
+    }
+
+    /** Time source for idle expiry. */
+    public Builder ticker(Ticker ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      return this;
+    }
+
+    /** The pool. */
+    public DomainSocketPool build() {
+      return new DomainSocketPool(this);
+    }
+
+    private static int positive(int v, String what) {
+      if (v <= 0) {
+        throw new IllegalArgumentException(what + " must be > 0 ms: " + v);
+      }
+      return v;
+    }
+  }
+}

@@ -1,0 +1,212 @@
+package io.scr.core.net;
+
+import io.scr.core.protocol.ProtocolException;
+import io.scr.core.protocol.ShortCircuitProtocol;
+import io.scr.shm.SlotId;
+import java.io.FileDescriptor;
+import java.io.IOException;
+import java.util.List;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.security.token.Token;
+
+/**
+ * The client side of the three short-circuit exchanges, on connections of a {@link
+ * DomainSocketPool}: what to send, what to read, in which order, and what each DataNode answer
+ * means (facts §2.1, §2.2, §3.2). Stateless and thread-safe; every call is bounded by the
+ * connection's timeouts.
+ */
+public final class ShortCircuitExchanges {
+  private ShortCircuitExchanges() {}
+
+  /**
+   * Op 87 on a pooled connection: the block's data and meta fds, with {@code slot} registered when
+   * not null. Sends the receipt byte when the DataNode asks for it.
+   *
+   * @param fdsOut receives {data, meta}; the caller owns and closes them
+   * @throws InvalidToken for ERROR_ACCESS_TOKEN (refetch the token; no backoff)
+   * @throws ShortCircuitRefusedException for any other error status
+   * @throws DomainConnectException if the socket cannot be reached
+   * @throws IOException on I/O or protocol failure
+   */
+  public static void requestFds(
+      DomainSocketPool pool,
+      String path,
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      SlotId slot,
+      FileDescriptor[] fdsOut)
+      throws IOException {
+    byte[] request = ShortCircuitProtocol.encodeRequestFds(block, token, slot);
+    pool.call(
+        path,
+        c -> {
+          c.send(request);
+          BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());
+          if (resp.getStatus() != Status.SUCCESS) {
+            throw refusal(c, path, block, resp);
+          }
+          int b = c.receiveFds(fdsOut, 2);
+          if (b == ShortCircuitProtocol.USE_RECEIPT_VERIFICATION) {
+            try {
+              c.sendByte(0);
+            } catch (IOException e) {
+              // Without the receipt the DataNode unregisters the slot: the fds must not be used.
+              DomainConnection.closeAll(fdsOut);
+              fdsOut[0] = null;
+              fdsOut[1] = null;
+              throw e;
+            }
+          }
+          return null;
+        });
+  }
+
+  private static IOException refusal(
+      DomainConnection c, String path, ExtendedBlock block, BlockOpResponseProto resp) {
+    String message = resp.hasMessage() ? resp.getMessage() : "(no message)";
+    switch (resp.getStatus()) {
+      case ERROR_ACCESS_TOKEN:
+        // The DataNode closes the connection after this status.
+        c.markNotReusable();
+        return new InvalidToken(
+            "DataNode at " + path + " rejected the block token for " + block + ": " + message);
+      case ERROR_UNSUPPORTED:
+        if (resp.hasShortCircuitAccessVersion()) {
+          return new ShortCircuitRefusedException(
+              "DataNode at "
+                  + path
+                  + " refused short-circuit access version for "
+                  + block
+                  + ": "
+                  + message,
+              resp.getStatus().name(),
+              null);
+        }
+        return new ShortCircuitRefusedException(
+            "DataNode at "
+                + path
+                + " does not pass file descriptors: "
+                + message
+                + " (check dfs.client.read.shortcircuit and libhadoop on the DataNode, or use the"
+                + " scr shim)",
+            resp.getStatus().name(),
+            FailureClass.UNSUPPORTED);
+      default:
+        return new ShortCircuitRefusedException(
+            "DataNode at "
+                + path
+                + " cannot serve "
+                + block
+                + " locally: "
+                + resp.getStatus()
+                + " "
+                + message,
+            resp.getStatus().name(),
+            null);
+    }
+  }
+
+  /**
+   * Op 88 for each slot, one after another on one pooled connection (the stock DataNode accepts one
+   * slot per request).
+   *
+   * @throws IOException if any release failed; the slots before it were released
+   */
+  public static void releaseSlots(DomainSocketPool pool, String path, List<SlotId> slots)
+      throws IOException {
+    pool.call(
+        path,
+        c -> {
+          for (SlotId slot : slots) {
+            c.send(ShortCircuitProtocol.encodeReleaseFds(slot));
+            ReleaseShortCircuitAccessResponseProto resp =
+                ShortCircuitProtocol.readReleaseResponse(c.in());
+            if (resp.getStatus() != Status.SUCCESS) {
+              throw new IOException(
+                  "DataNode at "
+                      + path
+                      + " failed to release slot "
+                      + slot
+                      + ": "
+                      + resp.getStatus()
+                      + " "
+                      + (resp.hasError() ? resp.getError() : ""));
+            }
+          }
+          return null;
+        });
+  }
+
+  /** A new shared-memory segment's fd and id; the connection is the segment's from now on. */
+  public static final class ShmGrant {
+    private final DomainConnection connection;
+    private final ShortCircuitShmResponseProto response;
+    private final FileDescriptor fd;
+
+    ShmGrant(
+        DomainConnection connection, ShortCircuitShmResponseProto response, FileDescriptor fd) {
+      this.connection = connection;
+      this.response = response;
+      this.fd = fd;
+    }
+
+    /** The connection the DataNode ties the segment to: never write to it; closing frees it. */
+    public DomainConnection connection() {
+      return connection;
+    }
+
+    /** The segment id. */
+    public io.scr.shm.ShmId shmId() {
+      return ShortCircuitProtocol.fromProto(response.getId());
+    }
+
+    /** The segment's fd; the caller owns and closes it (after mapping). */
+    public FileDescriptor fd() {
+      return fd;
+    }
+  }
+
+  /**
+   * Op 89 on a fresh connection that becomes the segment's (facts §3.1).
+   *
+   * @throws ShortCircuitRefusedException when the DataNode refuses ({@link FailureClass#SHM})
+   * @throws IOException on I/O or protocol failure; the connection is closed
+   */
+  public static ShmGrant requestShm(DomainSocketPool pool, String path, String clientName)
+      throws IOException {
+    DomainConnection c = pool.connect(path);
+    boolean ok = false;
+    try {
+      c.send(ShortCircuitProtocol.encodeRequestShm(clientName));
+      ShortCircuitShmResponseProto resp = ShortCircuitProtocol.readShmResponse(c.in());
+      if (resp.getStatus() != Status.SUCCESS) {
+        throw new ShortCircuitRefusedException(
+            "DataNode at "
+                + path
+                + " refused a shared-memory segment: "
+                + resp.getStatus()
+                + " "
+                + (resp.hasError() ? resp.getError() : ""),
+            resp.getStatus().name(),
+            FailureClass.SHM);
+      }
+      if (!resp.hasId()) {
+        throw new ProtocolException("DataNode at " + path + " granted a segment without an id");
+      }
+      FileDescriptor[] fds = new FileDescriptor[1];
+      c.receiveFds(fds, 1);
+      ok = true;
+      return new ShmGrant(c, resp, fds[0]);
+    } finally {
+      if (!ok) {
+        c.close();
+      }
+    }
+  }
+}

@@ -1,0 +1,270 @@
+package io.scr.core.protocol;
+
+import io.scr.shm.ShmId;
+import io.scr.shm.SlotId;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BaseHeaderProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmIdProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmRequestProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmSlotProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.thirdparty.protobuf.CodedOutputStream;
+import org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException;
+import org.apache.hadoop.thirdparty.protobuf.MessageLite;
+import org.apache.hadoop.thirdparty.protobuf.Parser;
+
+/**
+ * Encodes and decodes the three short-circuit operations of HDFS's DataTransferProtocol exactly as
+ * the stock client ({@code Sender}) and DataNode ({@code DataXceiver}) do, using Hadoop's generated
+ * {@code DataTransferProtos}:
+ *
+ * <pre>
+ * request  = version (short BE, 28) | op (1 byte: 87, 88 or 89) | varint32 length | message
+ * response = varint32 length | message        (no version, no op)
+ * </pre>
+ *
+ * <p>Requests are encoded into one byte array and written with a single {@code write}, so a request
+ * is one system call. Responses are read exactly: the varint byte by byte, then exactly the
+ * message's bytes, never further. That matters on UNIX sockets, where the fd-carrying byte follows
+ * a successful op 87 or 89 response and must be received separately (with its {@code SCM_RIGHTS}
+ * control message), not swallowed by a buffered read.
+ *
+ * <p>Both sides use this class: the scr client, and the DataNode shim (which decodes requests and
+ * encodes responses). Stateless and thread-safe.
+ */
+public final class ShortCircuitProtocol {
+  /** {@code DataTransferProtocol.DATA_TRANSFER_VERSION}. */
+  public static final int DATA_TRANSFER_VERSION = 28;
+
+  /** REQUEST_SHORT_CIRCUIT_FDS. */
+  public static final int OP_REQUEST_SHORT_CIRCUIT_FDS = 87;
+
+  /** RELEASE_SHORT_CIRCUIT_FDS. */
+  public static final int OP_RELEASE_SHORT_CIRCUIT_FDS = 88;
+
+  /** REQUEST_SHORT_CIRCUIT_SHM. */
+  public static final int OP_REQUEST_SHORT_CIRCUIT_SHM = 89;
+
+  /** The short-circuit access version the stock client sends and the stock DataNode answers. */
+  public static final int SHORT_CIRCUIT_ACCESS_VERSION = 1;
+
+  /** The data byte that comes with the fds when the DataNode waits for a receipt. */
+  public static final int USE_RECEIPT_VERIFICATION = 1;
+
+  /** Largest delimited message accepted when decoding (a defence against hostile lengths). */
+  public static final int MAX_MESSAGE_BYTES = 64 * 1024;
+
+  private ShortCircuitProtocol() {}
+
+  /**
+   * Op 87: asks for the block's data and meta fds, registering {@code slot} if not null; the
+   * receipt byte is always offered, as the stock client does.
+   */
+  public static byte[] encodeRequestFds(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, SlotId slot) {
+    OpRequestShortCircuitAccessProto.Builder b =
+        OpRequestShortCircuitAccessProto.newBuilder()
+            .setHeader(
+                BaseHeaderProto.newBuilder()
+                    .setBlock(PBHelperClient.convert(block))
+                    .setToken(PBHelperClient.convert(token)))
+            .setMaxVersion(SHORT_CIRCUIT_ACCESS_VERSION);
+    if (slot != null) {
+      b.setSlotId(toProto(slot));
+    }
+    b.setSupportsReceiptVerification(true);
+    return frame(OP_REQUEST_SHORT_CIRCUIT_FDS, b.build());
+  }
+
+  /** Op 88: releases one slot. */
+  public static byte[] encodeReleaseFds(SlotId slot) {
+    return frame(
+        OP_RELEASE_SHORT_CIRCUIT_FDS,
+        ReleaseShortCircuitAccessRequestProto.newBuilder().setSlotId(toProto(slot)).build());
+  }
+
+  /** Op 89: asks for a new shared-memory segment; {@code clientName} only names it on the DN. */
+  public static byte[] encodeRequestShm(String clientName) {
+    return frame(
+        OP_REQUEST_SHORT_CIRCUIT_SHM,
+        ShortCircuitShmRequestProto.newBuilder().setClientName(clientName).build());
+  }
+
+  /** The wire form of a slot id. */
+  public static ShortCircuitShmSlotProto toProto(SlotId slot) {
+    return ShortCircuitShmSlotProto.newBuilder()
+        .setShmId(toProto(slot.shmId()))
+        .setSlotIdx(slot.index())
+        .build();
+  }
+
+  /** The wire form of a segment id. */
+  public static ShortCircuitShmIdProto toProto(ShmId id) {
+    return ShortCircuitShmIdProto.newBuilder().setHi(id.hi()).setLo(id.lo()).build();
+  }
+
+  /** A segment id from the wire. */
+  public static ShmId fromProto(ShortCircuitShmIdProto id) {
+    return ShmId.of(id.getHi(), id.getLo());
+  }
+
+  /** A slot id from the wire. */
+  public static SlotId fromProto(ShortCircuitShmSlotProto slot) {
+    return SlotId.of(fromProto(slot.getShmId()), slot.getSlotIdx());
+  }
+
+  /** Reads the response to op 87 (exactly its bytes). */
+  public static BlockOpResponseProto readFdResponse(InputStream in) throws IOException {
+    return readDelimited(in, BlockOpResponseProto.parser());
+  }
+
+  /** Reads the response to op 88 (exactly its bytes). */
+  public static ReleaseShortCircuitAccessResponseProto readReleaseResponse(InputStream in)
+      throws IOException {
+    return readDelimited(in, ReleaseShortCircuitAccessResponseProto.parser());
+  }
+
+  /** Reads the response to op 89 (exactly its bytes). */
+  public static ShortCircuitShmResponseProto readShmResponse(InputStream in) throws IOException {
+    return readDelimited(in, ShortCircuitShmResponseProto.parser());
+  }
+
+  /**
+   * Server side: reads the version and op of the next request.
+   *
+   * @return the op code (87, 88, 89 or any other code the peer sent), or -1 at a clean EOF before
+   *     the first byte
+   * @throws ProtocolException if the version is not 28
+   */
+  public static int readOpHeader(InputStream in) throws IOException {
+    int b0 = in.read();
+    if (b0 < 0) {
+      return -1;
+    }
+    int b1 = in.read();
+    int op = in.read();
+    if (b1 < 0 || op < 0) {
+      throw new EOFException("connection closed inside a request header");
+    }
+    int version = (short) ((b0 << 8) | b1);
+    if (version != DATA_TRANSFER_VERSION) {
+      throw new ProtocolException(
+          "Version Mismatch (Expected: " + DATA_TRANSFER_VERSION + ", Received: " + version + " )");
+    }
+    return op;
+  }
+
+  /** Server side: reads an op 87 body (after {@link #readOpHeader}). */
+  public static OpRequestShortCircuitAccessProto readRequestFds(InputStream in) throws IOException {
+    return readDelimited(in, OpRequestShortCircuitAccessProto.parser());
+  }
+
+  /** Server side: reads an op 88 body (after {@link #readOpHeader}). */
+  public static ReleaseShortCircuitAccessRequestProto readReleaseRequest(InputStream in)
+      throws IOException {
+    return readDelimited(in, ReleaseShortCircuitAccessRequestProto.parser());
+  }
+
+  /** Server side: reads an op 89 body (after {@link #readOpHeader}). */
+  public static ShortCircuitShmRequestProto readShmRequest(InputStream in) throws IOException {
+    return readDelimited(in, ShortCircuitShmRequestProto.parser());
+  }
+
+  /** Server side: a response message, varint-delimited, as {@code writeDelimitedTo} does. */
+  public static byte[] encodeResponse(MessageLite response) {
+    return delimited(response, 0, null);
+  }
+
+  /** Server side: an op 87 success response ({@code SUCCESS}, access version 1). */
+  public static byte[] encodeFdSuccess() {
+    return encodeResponse(
+        BlockOpResponseProto.newBuilder()
+            .setStatus(Status.SUCCESS)
+            .setShortCircuitAccessVersion(SHORT_CIRCUIT_ACCESS_VERSION)
+            .build());
+  }
+
+  /**
+   * Reads one varint32-delimited message, consuming exactly its bytes.
+   *
+   * @throws EOFException when the stream ends before or inside the message
+   * @throws ProtocolException when the length is malformed or above {@link #MAX_MESSAGE_BYTES}, or
+   *     the bytes do not parse
+   */
+  public static <T> T readDelimited(InputStream in, Parser<T> parser) throws IOException {
+    int first = in.read();
+    if (first < 0) {
+      throw new EOFException("connection closed before the response");
+    }
+    int length = readVarint32(first, in);
+    if (length < 0 || length > MAX_MESSAGE_BYTES) {
+      throw new ProtocolException(
+          "message length " + length + " is outside 0.." + MAX_MESSAGE_BYTES);
+    }
+    byte[] body = new byte[length];
+    new DataInputStream(in).readFully(body);
+    try {
+      return parser.parseFrom(body);
+    } catch (InvalidProtocolBufferException e) {
+      throw new ProtocolException("malformed message: " + e.getMessage(), e);
+    }
+  }
+
+  private static int readVarint32(int first, InputStream in) throws IOException {
+    if ((first & 0x80) == 0) {
+      return first;
+    }
+    int result = first & 0x7f;
+    for (int shift = 7; shift < 35; shift += 7) {
+      int b = in.read();
+      if (b < 0) {
+        throw new EOFException("connection closed inside a message length");
+      }
+      result |= (b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        return result;
+      }
+    }
+    throw new ProtocolException("malformed varint32 message length");
+  }
+
+  /** Writes {@code frame} with one call and flushes. */
+  public static void writeFrame(OutputStream out, byte[] frame) throws IOException {
+    out.write(frame);
+    out.flush();
+  }
+
+  private static byte[] frame(int op, MessageLite message) {
+    return delimited(message, 3, new byte[] {0, (byte) DATA_TRANSFER_VERSION, (byte) op});
+  }
+
+  private static byte[] delimited(MessageLite message, int prefixLength, byte[] prefix) {
+    int size = message.getSerializedSize();
+    ByteArrayOutputStream bytes =
+        new ByteArrayOutputStream(
+            prefixLength + CodedOutputStream.computeUInt32SizeNoTag(size) + size);
+    try {
+      if (prefix != null) {
+        bytes.write(prefix);
+      }
+      message.writeDelimitedTo(bytes);
+    } catch (IOException e) {
+      throw new IllegalStateException("writing to a byte array cannot fail", e);
+    }
+    return bytes.toByteArray();
+  }
+}

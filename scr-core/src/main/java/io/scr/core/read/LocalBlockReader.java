@@ -1,0 +1,301 @@
+package io.scr.core.read;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.util.zip.CRC32;
+import java.util.zip.CRC32C;
+import java.util.zip.Checksum;
+import org.apache.hadoop.fs.ChecksumException;
+
+/**
+ * Positional reads of a local replica straight into the caller's buffer (heap or direct), verifying
+ * only the checksum chunks that cover the request with {@code java.util.zip} CRC32C or CRC32
+ * (hardware-accelerated intrinsics on x86 and arm64).
+ *
+ * <p>Per read:
+ *
+ * <ul>
+ *   <li>Without verification: one {@code pread} into the caller's buffer, exactly like a raw read.
+ *   <li>With verification and a request that starts on a chunk boundary: one {@code pread} of the
+ *       data into the caller's buffer (trimmed to end on a chunk boundary or at the end of the
+ *       replica), one {@code pread} of the covering checksums, then CRC over the caller's bytes.
+ *   <li>Otherwise (an unaligned start, or a short unaligned read): one {@code pread} of the
+ *       covering chunks into a per-thread scratch buffer, one {@code pread} of checksums, CRC, then
+ *       a copy of the requested bytes. Larger unaligned requests are served in pieces of at most
+ *       the scratch size, which the caller's read loop continues.
+ * </ul>
+ *
+ * <p>A read may return fewer bytes than requested (never zero unless {@code dst} has no room); -1
+ * means {@code position} is at or past the replica's length. A checksum mismatch throws {@link
+ * ChecksumException} naming the file (or the block when the file is unknown), the block and the
+ * offset of the bad chunk; nothing is copied for a request that fails verification on the scratch
+ * path, and on the direct path {@code dst}'s position is left unchanged (its bytes are garbage).
+ *
+ * <p>Thread-safety: thread-safe; many threads may read the same replica concurrently. Buffers are
+ * per thread (one scratch of the configured size and one checksum buffer, direct), never per stream
+ * or per read; the hit path allocates nothing beyond them.
+ */
+public final class LocalBlockReader {
+  private static final int MAX_CHUNKS_PER_READ = 4096;
+
+  private final int scratchBytes;
+  private final ThreadLocal<Scratch> scratch;
+
+  /**
+   * @param scratchBytes size of the per-thread scratch for unaligned checksummed reads
+   */
+  public LocalBlockReader(int scratchBytes) {
+    if (scratchBytes < 512) {
+      throw new IllegalArgumentException("scratch must be at least 512 bytes: " + scratchBytes);
+    }
+    this.scratchBytes = scratchBytes;
+    this.scratch = ThreadLocal.withInitial(() -> new Scratch(this.scratchBytes));
+  }
+
+  /**
+   * Reads up to {@code dst.remaining()} bytes of {@code replica} at {@code position} into {@code
+   * dst}, advancing its position by the count returned.
+   *
+   * @param verify whether to verify checksums (ignored when the meta file has type NULL)
+   * @param fileName the HDFS file, for error messages; null when unknown
+   */
+  public int read(
+      ReplicaFiles replica, long position, ByteBuffer dst, boolean verify, String fileName)
+      throws IOException {
+    if (position < 0) {
+      throw new IllegalArgumentException("negative block offset " + position);
+    }
+    long length = replica.length();
+    if (position >= length) {
+      return -1;
+    }
+    int want = (int) Math.min(dst.remaining(), length - position);
+    if (want == 0) {
+      return 0;
+    }
+    MetaHeader header = replica.header();
+    if (!verify || header.type() == MetaHeader.TYPE_NULL) {
+      return readInto(replica.data(), dst, position, want, replica);
+    }
+    int bpc = header.bytesPerChecksum();
+    long end = position + want;
+    boolean startAligned = position % bpc == 0;
+    boolean endAligned = end % bpc == 0 || end == length;
+    Scratch s = scratch.get();
+    if (startAligned && (endAligned || want >= bpc)) {
+      if (!endAligned) {
+        want -= (int) (end % bpc);
+      }
+      long maxBytes = (long) MAX_CHUNKS_PER_READ * bpc;
+      if (want > maxBytes) {
+        want = (int) maxBytes;
+      }
+      return readDirectVerified(replica, position, dst, want, s, fileName);
+    }
+    return readViaScratch(replica, position, dst, want, s, fileName);
+  }
+
+  /** As {@link #read(ReplicaFiles, long, ByteBuffer, boolean, String)}, into an array. */
+  public int read(
+      ReplicaFiles replica,
+      long position,
+      byte[] buf,
+      int off,
+      int len,
+      boolean verify,
+      String fileName)
+      throws IOException {
+    return read(replica, position, ByteBuffer.wrap(buf, off, len), verify, fileName);
+  }
+
+  private int readDirectVerified(
+      ReplicaFiles replica, long position, ByteBuffer dst, int want, Scratch s, String fileName)
+      throws IOException {
+    int start = dst.position();
+    int limit = dst.limit();
+    dst.limit(start + want);
+    int n;
+    try {
+      n = readFully(replica.data(), dst, position, want);
+    } finally {
+      dst.limit(limit);
+    }
+    if (n < want) {
+      dst.position(start);
+      throw shortData(replica, position, want, n);
+    }
+    ByteBuffer sums = readSums(replica, position, want, s);
+    dst.position(start);
+    try {
+      verifyChunks(replica, dst, start, position, want, sums, s, fileName);
+    } finally {
+      dst.limit(limit);
+    }
+    dst.position(start + want);
+    return want;
+  }
+
+  private int readViaScratch(
+      ReplicaFiles replica, long position, ByteBuffer dst, int want, Scratch s, String fileName)
+      throws IOException {
+    MetaHeader header = replica.header();
+    int bpc = header.bytesPerChecksum();
+    long length = replica.length();
+    long alignedStart = position - position % bpc;
+    ByteBuffer data = s.data(bpc);
+    int chunksFit = Math.min(data.capacity() / bpc, MAX_CHUNKS_PER_READ);
+    long alignedEnd = Math.min(((position + want + bpc - 1) / bpc) * bpc, length);
+    alignedEnd = Math.min(alignedEnd, alignedStart + (long) chunksFit * bpc);
+    int span = (int) (alignedEnd - alignedStart);
+    want = (int) Math.min(want, alignedEnd - position);
+    data.clear().limit(span);
+    int n = readFully(replica.data(), data, alignedStart, span);
+    if (n < span) {
+      throw shortData(replica, alignedStart, span, n);
+    }
+    ByteBuffer sums = readSums(replica, alignedStart, span, s);
+    verifyChunks(replica, data, 0, alignedStart, span, sums, s, fileName);
+    int from = (int) (position - alignedStart);
+    data.limit(from + want).position(from);
+    dst.put(data);
+    return want;
+  }
+
+  /** Reads the checksums of the chunks covering [position, position + len) into the sums buffer. */
+  private static ByteBuffer readSums(ReplicaFiles replica, long position, int len, Scratch s)
+      throws IOException {
+    MetaHeader header = replica.header();
+    int bpc = header.bytesPerChecksum();
+    long firstChunk = position / bpc;
+    long lastChunk = (position + len - 1) / bpc;
+    int bytes = (int) (lastChunk - firstChunk + 1) * header.checksumSize();
+    ByteBuffer sums = s.sums;
+    sums.clear().limit(bytes);
+    int n = readFully(replica.meta(), sums, header.checksumOffset(firstChunk), bytes);
+    if (n < bytes) {
+      throw new ChecksumException(
+          "meta file of "
+              + replica.blockName()
+              + " is too short: no checksum for the chunk at block offset "
+              + (firstChunk * bpc + (long) n / header.checksumSize() * bpc),
+          firstChunk * bpc);
+    }
+    sums.flip();
+    return sums;
+  }
+
+  /**
+   * Verifies {@code len} bytes of {@code buf} starting at index {@code from}, which hold the
+   * replica's bytes from block offset {@code position} (a chunk boundary).
+   */
+  private static void verifyChunks(
+      ReplicaFiles replica,
+      ByteBuffer buf,
+      int from,
+      long position,
+      int len,
+      ByteBuffer sums,
+      Scratch s,
+      String fileName)
+      throws ChecksumException {
+    MetaHeader header = replica.header();
+    int bpc = header.bytesPerChecksum();
+    Checksum crc = header.type() == MetaHeader.TYPE_CRC32C ? s.crc32c : s.crc32;
+    int chunks = (len + bpc - 1) / bpc;
+    for (int i = 0; i < chunks; i++) {
+      int chunkStart = from + i * bpc;
+      int chunkLen = Math.min(bpc, len - i * bpc);
+      crc.reset();
+      buf.limit(chunkStart + chunkLen).position(chunkStart);
+      crc.update(buf);
+      int expected = sums.getInt(i * 4);
+      int actual = (int) crc.getValue();
+      if (expected != actual) {
+        long badOffset = position + (long) i * bpc;
+        throw new ChecksumException(
+            "Checksum error: "
+                + (fileName != null ? fileName : "file of block " + replica.blockName())
+                + " in block "
+                + replica.blockName()
+                + " at block offset "
+                + badOffset
+                + " (chunk of "
+                + chunkLen
+                + " bytes): expected "
+                + Integer.toHexString(expected)
+                + " but got "
+                + Integer.toHexString(actual)
+                + " ("
+                + header
+                + ")",
+            badOffset);
+      }
+    }
+  }
+
+  private static int readInto(
+      FileChannel ch, ByteBuffer dst, long position, int want, ReplicaFiles replica)
+      throws IOException {
+    int limit = dst.limit();
+    dst.limit(dst.position() + want);
+    try {
+      int n = readFully(ch, dst, position, want);
+      if (n == 0) {
+        throw shortData(replica, position, want, 0);
+      }
+      return n;
+    } finally {
+      dst.limit(limit);
+    }
+  }
+
+  private static int readFully(FileChannel ch, ByteBuffer dst, long position, int want)
+      throws IOException {
+    int done = 0;
+    while (done < want) {
+      int n = ch.read(dst, position + done);
+      if (n < 0) {
+        break;
+      }
+      done += n;
+    }
+    return done;
+  }
+
+  private static IOException shortData(ReplicaFiles replica, long position, int want, int got) {
+    return new java.io.EOFException(
+        "replica "
+            + replica.blockName()
+            + " ended early: wanted "
+            + want
+            + " bytes at block offset "
+            + position
+            + ", got "
+            + got
+            + " (length when opened: "
+            + replica.length()
+            + "); the replica was truncated or replaced");
+  }
+
+  /** Per-thread buffers and checksum engines. */
+  private static final class Scratch {
+    private ByteBuffer data;
+    final ByteBuffer sums = ByteBuffer.allocateDirect(MAX_CHUNKS_PER_READ * 4);
+    final CRC32C crc32c = new CRC32C();
+    final CRC32 crc32 = new CRC32();
+    private final int size;
+
+    Scratch(int size) {
+      this.size = size;
+    }
+
+    ByteBuffer data(int bytesPerChecksum) {
+      int needed = Math.max(size, bytesPerChecksum);
+      if (data == null || data.capacity() < needed) {
+        data = ByteBuffer.allocateDirect(needed);
+      }
+      return data;
+    }
+  }
+}

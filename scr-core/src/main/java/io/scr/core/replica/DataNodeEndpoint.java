@@ -1,0 +1,208 @@
+package io.scr.core.replica;
+
+import io.scr.core.net.DomainConnection;
+import io.scr.core.net.DomainSocketPool;
+import io.scr.core.net.FailureClass;
+import io.scr.core.net.PathBackoff;
+import io.scr.core.net.SegmentWatcher;
+import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.shm.Segment;
+import io.scr.shm.SegmentSource;
+import io.scr.shm.ShmId;
+import io.scr.shm.ShmSupport;
+import io.scr.shm.Slot;
+import io.scr.shm.SlotId;
+import io.scr.shm.SlotPool;
+import io.scr.shm.SlotPoolClosedException;
+import io.scr.shm.SlotPoolExhaustedException;
+import io.scr.shm.SlotReleaser;
+import java.io.Closeable;
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The slots of one DataNode socket path: a {@link SlotPool} fed by shared-memory segments that this
+ * class requests with op 89, each on its own connection (the DataNode ties the segment's life to
+ * it; it is never written to again, and closing it frees the segment), watched for EOF by the
+ * {@link SegmentWatcher}. Released slots go back with op 88 on pooled connections, from the pool's
+ * maintenance thread, never from a reader.
+ *
+ * <p>The pool is created on first use, so a path that is never read from costs no threads. Without
+ * shared memory (disabled, unavailable in this JVM, or the DataNode refused and the {@link
+ * FailureClass#SHM} backoff is active) {@link #allocateSlot()} returns null and replicas are opened
+ * without a slot.
+ *
+ * <p>Concurrency: thread-safe. The pool is created once under this object's monitor; allocation is
+ * the pool's lock-free path. {@code segments} maps segment ids to their connections (concurrent).
+ */
+final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(DataNodeEndpoint.class);
+
+  private final String path;
+  private final DomainSocketPool pool;
+  private final PathBackoff backoff;
+  private final Function<DataNodeEndpoint, SlotPool> slotPoolFactory;
+  private final SegmentWatcherHolder watcher;
+  private final String clientName;
+  private final boolean shmEnabled;
+  private final ConcurrentHashMap<ShmId, DomainConnection> segments = new ConcurrentHashMap<>();
+
+  private volatile SlotPool slots;
+  private volatile boolean closed;
+
+  DataNodeEndpoint(
+      String path,
+      DomainSocketPool pool,
+      PathBackoff backoff,
+      SegmentWatcherHolder watcher,
+      String clientName,
+      boolean shmEnabled,
+      Function<DataNodeEndpoint, SlotPool> slotPoolFactory) {
+    this.path = path;
+    this.pool = pool;
+    this.backoff = backoff;
+    this.watcher = watcher;
+    this.clientName = clientName;
+    this.shmEnabled = shmEnabled && ShmSupport.isAvailable();
+    this.slotPoolFactory = slotPoolFactory;
+    if (shmEnabled && !ShmSupport.isAvailable()) {
+      LOG.info(
+          "shared memory is unavailable ({}); replicas from {} go stale by age instead",
+          ShmSupport.unavailabilityCause(),
+          path);
+    }
+  }
+
+  String path() {
+    return path;
+  }
+
+  /** The slot pool, or null before the first allocation or without shared memory. */
+  SlotPool slotPoolOrNull() {
+    return slots;
+  }
+
+  /**
+   * A fresh VALID slot for an fd request, or null to go on without one (shared memory off or
+   * backing off, pool exhausted or closed).
+   */
+  Slot allocateSlot() {
+    if (!shmEnabled || closed || backoff.isBackingOff(path, FailureClass.SHM)) {
+      return null;
+    }
+    SlotPool p = slotPool();
+    if (p == null) {
+      return null;
+    }
+    try {
+      return p.allocate();
+    } catch (SlotPoolExhaustedException | SlotPoolClosedException e) {
+      LOG.debug("no slot from {}: {}", path, e.getMessage());
+      return null;
+    } catch (IOException e) {
+      LOG.debug("no slot from {}", path, e);
+      return null;
+    }
+  }
+
+  private SlotPool slotPool() {
+    SlotPool p = slots;
+    if (p == null) {
+      synchronized (this) {
+        p = slots;
+        if (p == null && !closed) {
+          p = slotPoolFactory.apply(this);
+          slots = p;
+        }
+      }
+    }
+    return p;
+  }
+
+  // ---- SegmentSource: called by the pool's refill/maintenance threads ----
+
+  @Override
+  public Segment fetch() throws IOException {
+    if (closed) {
+      throw new IOException("endpoint " + path + " is closed");
+    }
+    ShortCircuitExchanges.ShmGrant grant;
+    try {
+      grant = ShortCircuitExchanges.requestShm(pool, path, clientName);
+    } catch (IOException e) {
+      backoff.recordFailure(path, FailureClass.SHM, e.getMessage());
+      throw e;
+    }
+    DomainConnection connection = grant.connection();
+    FileDescriptor fd = grant.fd();
+    Segment segment;
+    try (FileInputStream shm = new FileInputStream(fd)) {
+      long size = shm.getChannel().size();
+      segment = Segment.map(grant.shmId(), fd, (int) Math.min(size, Integer.MAX_VALUE));
+    } catch (IOException | RuntimeException e) {
+      connection.close();
+      backoff.recordFailure(path, FailureClass.SHM, "mapping the segment failed: " + e);
+      throw e;
+    }
+    ShmId id = segment.id();
+    segments.put(id, connection);
+    try {
+      watcher.get().watch(connection, () -> onDisconnect(id));
+    } catch (IOException e) {
+      segments.remove(id);
+      connection.close();
+      segment.close();
+      throw e;
+    }
+    backoff.recordShmSuccess(path);
+    return segment;
+  }
+
+  private void onDisconnect(ShmId id) {
+    SlotPool p = slots;
+    if (p != null && segments.containsKey(id)) {
+      LOG.debug("DataNode at {} dropped segment {}", path, id);
+      p.segmentDisconnected(id);
+    }
+  }
+
+  @Override
+  public void returnSegment(Segment segment) {
+    DomainConnection connection = segments.remove(segment.id());
+    if (connection != null) {
+      connection.close(); // the DataNode sees EOF and drops its side of the segment
+    }
+    segment.close();
+  }
+
+  // ---- SlotReleaser: called by the pool's maintenance thread ----
+
+  @Override
+  public void release(List<SlotId> slotIds) throws IOException {
+    ShortCircuitExchanges.releaseSlots(pool, path, slotIds);
+  }
+
+  /** Closes the slot pool; segments still in use are returned when their last slot is released. */
+  @Override
+  public void close() {
+    SlotPool p;
+    synchronized (this) {
+      closed = true;
+      p = slots;
+    }
+    if (p != null) {
+      p.close();
+    }
+  }
+
+  /** Creates the segment watcher (and its thread) on first use; shared by all endpoints. */
+  interface SegmentWatcherHolder {
+    SegmentWatcher get() throws IOException;
+  }
+}

@@ -1,0 +1,88 @@
+package io.scr.core.replica;
+
+import io.scr.cache.CachedValue;
+import io.scr.cache.Ticker;
+import io.scr.core.read.ReplicaFiles;
+import io.scr.shm.Slot;
+import io.scr.shm.SlotPool;
+import java.io.IOException;
+
+/**
+ * An open local replica: its two files, its generation stamp, and the shared-memory slot the
+ * DataNode clears when the replica is deleted, moved or replaced. Without a slot the replica goes
+ * stale by age.
+ *
+ * <p>Ownership: the {@link io.scr.cache.LeaseCache} owns it and calls {@link #close()} once, on its
+ * closer thread, after the last lease: that closes both files and hands the slot back to its pool,
+ * which tells the DataNode in the background (op 88). Readers never close it.
+ *
+ * <p>Thread-safety: immutable apart from the files' open state and the slot word; {@link
+ * #isValid()} is one volatile load (slot) or a clock read (no slot).
+ */
+public final class Replica implements CachedValue {
+  private final ReplicaFiles files;
+  private final long generationStamp;
+  private final Slot slot;
+  private final SlotPool slotPool;
+  private final Ticker ticker;
+  private final long staleAtNanos;
+
+  Replica(
+      ReplicaFiles files,
+      long generationStamp,
+      Slot slot,
+      SlotPool slotPool,
+      Ticker ticker,
+      long staleAfterNanos) {
+    this.files = files;
+    this.generationStamp = generationStamp;
+    this.slot = slot;
+    this.slotPool = slotPool;
+    this.ticker = ticker;
+    this.staleAtNanos = ticker.read() + staleAfterNanos;
+  }
+
+  /** The open files. */
+  public ReplicaFiles files() {
+    return files;
+  }
+
+  /** The generation stamp the replica was opened with. */
+  public long generationStamp() {
+    return generationStamp;
+  }
+
+  /** The slot, or null when the replica was opened without shared memory. */
+  public Slot slot() {
+    return slot;
+  }
+
+  @Override
+  public int fdCost() {
+    return 2;
+  }
+
+  @Override
+  public boolean isValid() {
+    if (slot != null) {
+      return slot.isValid();
+    }
+    return ticker.read() - staleAtNanos < 0;
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      files.close();
+    } finally {
+      if (slot != null) {
+        slotPool.release(slot);
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "Replica{" + files.blockName() + ", gs=" + generationStamp + ", slot=" + slot + "}";
+  }
+}

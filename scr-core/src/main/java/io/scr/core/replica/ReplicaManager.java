@@ -1,0 +1,422 @@
+package io.scr.core.replica;
+
+import io.scr.cache.FdBudgetExhaustedException;
+import io.scr.cache.Lease;
+import io.scr.cache.LeaseCache;
+import io.scr.cache.LeaseCacheClosedException;
+import io.scr.cache.LeaseCacheConfig;
+import io.scr.cache.LeaseCacheStats;
+import io.scr.cache.LeaseLoadException;
+import io.scr.cache.Ticker;
+import io.scr.core.FallbackReason;
+import io.scr.core.ReplicaLease;
+import io.scr.core.net.DomainConnectException;
+import io.scr.core.net.DomainSocketPool;
+import io.scr.core.net.FailureClass;
+import io.scr.core.net.PathBackoff;
+import io.scr.core.net.SegmentWatcher;
+import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.core.net.ShortCircuitRefusedException;
+import io.scr.core.read.LocalBlockReader;
+import io.scr.core.read.ReplicaFiles;
+import io.scr.shm.Slot;
+import io.scr.shm.SlotPool;
+import java.io.Closeable;
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.nio.channels.FileChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.security.token.Token;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Opens, caches and leases local replicas. A lease is a cache hit (lock-free, no I/O) or, on a
+ * miss, one fd request: a preallocated slot from the path's {@link SlotPool} (if shared memory is
+ * on), op 87 on a pooled connection, the two fds and the receipt byte, the meta header, and the
+ * replica goes into the cache.
+ *
+ * <p>Failures are classified once, by the loading thread: a connect failure, ERROR_UNSUPPORTED
+ * without version, or an I/O/protocol failure backs the path off ({@link PathBackoff}); an error
+ * for one block falls back for that block only; an invalid token is rethrown (no backoff, so the
+ * caller can refetch the token and try again).
+ *
+ * <p>Concurrency: thread-safe. Hits take no lock; concurrent misses of one block share one load
+ * (the cache coalesces them). Endpoints are created once per path (concurrent map). {@link
+ * #close()} closes the cache (idle replicas now, leased ones when released), then the slot pools,
+ * the segment watcher and the socket pool; it is idempotent.
+ */
+public final class ReplicaManager implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(ReplicaManager.class);
+  private static final AtomicInteger THREAD_IDS = new AtomicInteger();
+
+  private final String name;
+  private final DomainSocketPool pool;
+  private final PathBackoff backoff;
+  private final LeaseCache<ReplicaKey, Replica> cache;
+  private final LocalBlockReader reader;
+  private final Ticker ticker;
+  private final long staleAfterNanos;
+  private final boolean shmEnabled;
+  private final int slotLowWatermark;
+  private final Duration slotWait;
+  private final String clientName;
+  private final Consumer<FallbackReason> fallbacks;
+  private final ConcurrentHashMap<String, DataNodeEndpoint> endpoints = new ConcurrentHashMap<>();
+  private final Object watcherLock = new Object();
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("watcherLock")
+  private SegmentWatcher watcher;
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("watcherLock")
+  private boolean closed;
+
+  private ReplicaManager(Builder b) {
+    this.name = b.name;
+    this.pool = b.pool;
+    this.backoff = b.backoff;
+    this.ticker = b.ticker;
+    this.reader = new LocalBlockReader(b.scratchBytes);
+    this.staleAfterNanos = TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs);
+    this.shmEnabled = b.shmEnabled;
+    this.slotLowWatermark = b.slotLowWatermark;
+    this.slotWait = Duration.ofMillis(b.slotWaitMs);
+    this.clientName = b.clientName;
+    this.fallbacks = b.fallbacks;
+    LeaseCacheConfig.Builder cc =
+        LeaseCacheConfig.newBuilder()
+            .name("scr-cache-" + name)
+            .idleExpiry(Duration.ofMillis(b.idleExpiryMs))
+            .ticker(b.ticker);
+    if (b.capacity > 0) {
+      cc.capacity(b.capacity);
+    }
+    this.cache = LeaseCache.create(cc.build());
+  }
+
+  /** A builder; the socket pool and the backoff are required. */
+  public static Builder newBuilder(String name, DomainSocketPool pool, PathBackoff backoff) {
+    return new Builder(name, pool, backoff);
+  }
+
+  /**
+   * Leases the replica of {@code block} from the DataNode at {@code socketPath}, opening it on a
+   * miss. Returns null (and reports the reason) when it cannot be read locally now.
+   *
+   * @throws InvalidToken when the DataNode rejected the block token
+   */
+  public ReplicaLease lease(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      throws IOException {
+    ReplicaKey key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId());
+    for (int attempt = 0; attempt < 2; attempt++) {
+      Lease<Replica> lease;
+      try {
+        lease = cache.lease(key, k -> open(block, token, socketPath));
+      } catch (FdBudgetExhaustedException e) {
+        fallbacks.accept(FallbackReason.FD_BUDGET);
+        return null;
+      } catch (LeaseLoadException e) {
+        return failed(e.getCause() != null ? e.getCause() : e);
+      } catch (LeaseCacheClosedException e) {
+        fallbacks.accept(FallbackReason.CLOSED);
+        return null;
+      }
+      if (lease.value().generationStamp() == block.getGenerationStamp()) {
+        return new LeasedReplica(lease, reader, fileName);
+      }
+      // Appended or recovered block: the cached replica is an older (or newer) version.
+      lease.close();
+      cache.invalidate(key);
+    }
+    fallbacks.accept(FallbackReason.BLOCK_REFUSED);
+    return null;
+  }
+
+  private ReplicaLease failed(Throwable cause) throws IOException {
+    if (cause instanceof InvalidToken) {
+      throw (InvalidToken) cause;
+    }
+    if (cause instanceof InterruptedIOException) {
+      throw (InterruptedIOException) cause;
+    }
+    FallbackReason reason;
+    if (cause instanceof DomainConnectException) {
+      reason = FallbackReason.CONNECT_FAILED;
+    } else if (cause instanceof ShortCircuitRefusedException) {
+      reason =
+          ((ShortCircuitRefusedException) cause).failureClass() == FailureClass.UNSUPPORTED
+              ? FallbackReason.UNSUPPORTED
+              : FallbackReason.BLOCK_REFUSED;
+    } else {
+      reason = FallbackReason.IO_ERROR;
+    }
+    LOG.debug("short-circuit open failed ({}): {}", reason, cause.toString());
+    fallbacks.accept(reason);
+    return null;
+  }
+
+  /** The loader: runs on the missing thread, outside every cache lock. */
+  private Replica open(ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+      throws IOException {
+    DataNodeEndpoint endpoint = endpoint(socketPath);
+    Slot slot = endpoint.allocateSlot();
+    SlotPool slotPool = endpoint.slotPoolOrNull();
+    FileDescriptor[] fds = new FileDescriptor[2];
+    boolean registered = false;
+    try {
+      ShortCircuitExchanges.requestFds(
+          pool, socketPath, block, token, slot == null ? null : slot.id(), fds);
+      registered = true;
+      FileChannel data = new FileInputStream(fds[0]).getChannel();
+      FileChannel meta = new FileInputStream(fds[1]).getChannel();
+      ReplicaFiles files =
+          ReplicaFiles.open(data, meta, block.getBlockPoolId() + ":" + block.getBlockName());
+      backoff.recordSuccess(socketPath);
+      return new Replica(
+          files, block.getGenerationStamp(), slot, slotPool, ticker, staleAfterNanos);
+    } catch (IOException | RuntimeException e) {
+      if (!registered) {
+        closeQuietly(fds);
+      }
+      if (slot != null) {
+        if (registered) {
+          slotPool.release(slot);
+        } else {
+          slotPool.releaseUnregistered(slot);
+        }
+      }
+      classify(socketPath, e);
+      throw e;
+    }
+  }
+
+  private void classify(String path, Exception e) {
+    if (e instanceof DomainConnectException) {
+      backoff.recordFailure(path, FailureClass.CONNECT, e.getMessage());
+    } else if (e instanceof ShortCircuitRefusedException) {
+      FailureClass c = ((ShortCircuitRefusedException) e).failureClass();
+      if (c != null) {
+        long nanos = backoff.recordFailure(path, c, e.getMessage());
+        LOG.warn(
+            "{}; short-circuit reads from {} back off for {} s",
+            e.getMessage(),
+            path,
+            TimeUnit.NANOSECONDS.toSeconds(nanos));
+      }
+    } else if (!(e instanceof InvalidToken) && !(e instanceof InterruptedIOException)) {
+      long nanos = backoff.recordFailure(path, FailureClass.IO, e.toString());
+      LOG.warn(
+          "short-circuit request to {} failed ({}); backing off for {} s",
+          path,
+          e.toString(),
+          TimeUnit.NANOSECONDS.toSeconds(nanos));
+    }
+  }
+
+  private static void closeQuietly(FileDescriptor[] fds) {
+    for (FileDescriptor fd : fds) {
+      if (fd != null && fd.valid()) {
+        try {
+          new FileInputStream(fd).close();
+        } catch (IOException e) {
+          // already invalid
+        }
+      }
+    }
+  }
+
+  private DataNodeEndpoint endpoint(String path) {
+    DataNodeEndpoint e = endpoints.get(path);
+    if (e != null) {
+      return e;
+    }
+    return endpoints.computeIfAbsent(
+        path,
+        p ->
+            new DataNodeEndpoint(
+                p, pool, backoff, this::watcher, clientName, shmEnabled, this::newSlotPool));
+  }
+
+  private SlotPool newSlotPool(DataNodeEndpoint endpoint) {
+    String poolName = name + "@" + endpoint.path();
+    ThreadFactory tf =
+        r -> {
+          Thread t = new Thread(r, "scr-slots-" + THREAD_IDS.incrementAndGet() + "-" + name);
+          t.setDaemon(true);
+          return t;
+        };
+    return SlotPool.newBuilder(poolName, endpoint, endpoint)
+        .lowWatermark(slotLowWatermark)
+        .maxAllocationWait(slotWait)
+        .ticker(ticker::read)
+        .threadFactory(tf)
+        .build();
+  }
+
+  private SegmentWatcher watcher() throws IOException {
+    synchronized (watcherLock) {
+      if (closed) {
+        throw new IOException("replica manager " + name + " is closed");
+      }
+      if (watcher == null) {
+        watcher =
+            new SegmentWatcher(
+                r -> {
+                  Thread t = new Thread(r, "scr-segment-watcher-" + name);
+                  t.setDaemon(true);
+                  return t;
+                });
+      }
+      return watcher;
+    }
+  }
+
+  /** The cache's counters. */
+  public LeaseCacheStats cacheStats() {
+    return cache.stats();
+  }
+
+  /** Every path's backoff counters. */
+  public List<PathBackoff.Status> backoffStatus() {
+    return backoff.snapshot();
+  }
+
+  /** The slot pools' counters, one per DataNode path that has one. */
+  public List<io.scr.shm.SlotPoolStats> slotPoolStats() {
+    List<io.scr.shm.SlotPoolStats> out = new ArrayList<>();
+    for (DataNodeEndpoint e : endpoints.values()) {
+      SlotPool p = e.slotPoolOrNull();
+      if (p != null) {
+        out.add(p.stats());
+      }
+    }
+    return out;
+  }
+
+  /** Drops every cached replica of {@code key} (e.g. after a checksum error). */
+  public void invalidate(ReplicaKey key) {
+    cache.invalidate(key);
+  }
+
+  @Override
+  public void close() {
+    cache.close();
+    for (DataNodeEndpoint e : endpoints.values()) {
+      e.close();
+    }
+    SegmentWatcher w;
+    synchronized (watcherLock) {
+      closed = true;
+      w = watcher;
+      watcher = null;
+    }
+    if (w != null) {
+      w.close();
+    }
+    pool.close();
+  }
+
+  /** Configuration of a {@link ReplicaManager}. Not thread-safe. */
+  public static final class Builder {
+    private final String name;
+    private final DomainSocketPool pool;
+    private final PathBackoff backoff;
+    private Ticker ticker = Ticker.systemTicker();
+    private int capacity;
+    private long idleExpiryMs = 300000;
+    private long staleThresholdMs = 300000;
+    private boolean shmEnabled = true;
+    private int slotLowWatermark = 64;
+    private long slotWaitMs = 50;
+    private int scratchBytes = 65536;
+    private String clientName = "scr";
+    private Consumer<FallbackReason> fallbacks = r -> {};
+
+    private Builder(String name, DomainSocketPool pool, PathBackoff backoff) {
+      if (name == null || pool == null || backoff == null) {
+        throw new NullPointerException("name, pool and backoff are required");
+      }
+      this.name = name;
+      this.pool = pool;
+      this.backoff = backoff;
+    }
+
+    /** Time source for staleness and cache expiry. */
+    public Builder ticker(Ticker t) {
+      this.ticker = t;
+      return this;
+    }
+
+    /** Cache capacity in replicas; 0 = from the fd limit. */
+    public Builder capacity(int c) {
+      this.capacity = c;
+      return this;
+    }
+
+    /** Idle expiry of cached replicas, ms. */
+    public Builder idleExpiryMs(long ms) {
+      this.idleExpiryMs = ms;
+      return this;
+    }
+
+    /** Age after which a replica without a slot is stale, ms. */
+    public Builder staleThresholdMs(long ms) {
+      this.staleThresholdMs = ms;
+      return this;
+    }
+
+    /** Whether to request shared-memory slots. */
+    public Builder shmEnabled(boolean on) {
+      this.shmEnabled = on;
+      return this;
+    }
+
+    /** Free slots kept ready per DataNode. */
+    public Builder slotLowWatermark(int slots) {
+      this.slotLowWatermark = slots;
+      return this;
+    }
+
+    /** Longest wait for a free slot, ms. */
+    public Builder slotWaitMs(long ms) {
+      this.slotWaitMs = ms;
+      return this;
+    }
+
+    /** Per-thread scratch for unaligned checksummed reads. */
+    public Builder scratchBytes(int bytes) {
+      this.scratchBytes = bytes;
+      return this;
+    }
+
+    /** Client name sent with shared-memory requests (names the segment on the DataNode). */
+    public Builder clientName(String n) {
+      this.clientName = n;
+      return this;
+    }
+
+    /** Receives every fallback reason (for counters). */
+    public Builder fallbacks(Consumer<FallbackReason> f) {
+      this.fallbacks = f;
+      return this;
+    }
+
+    /** The manager. */
+    public ReplicaManager build() {
+      return new ReplicaManager(this);
+    }
+  }
+}

@@ -1,0 +1,232 @@
+package io.scr.core.hdfs;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.scr.core.FallbackReason;
+import io.scr.core.ReplicaLease;
+import io.scr.core.ScrClient;
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.MiniDfsExtension;
+import io.scr.testing.ResourceSnapshot;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Mode A: scr client against a stock DataNode with libhadoop. Reads through {@link ScrClient}
+ * directly and through the replica accessor of a stock {@link DistributedFileSystem}, compared byte
+ * for byte with the written data.
+ */
+class StockScrIntegrationTest {
+  private static final int BLOCK = 1 << 20;
+  private static final int LEN = 2 * BLOCK + 300_123; // three blocks, the last partial
+
+  static {
+    // JVM-wide singletons (static Cleaner threads of scr-shm and junixsocket, native probes) are
+    // created before the extension takes its baseline, so they do not count as leaks.
+    JvmSingletons.initialize();
+  }
+
+  @RegisterExtension
+  static final MiniDfsExtension DFS =
+      MiniDfs.builder().dataNodes(1).blockSize(BLOCK).mode(DataNodeMode.STOCK_SCR).buildExtension();
+
+  private static byte[] data;
+
+  @BeforeAll
+  static void write() throws Exception {
+    data = DFS.dfs().writeRandomFile("/a", LEN, 42);
+  }
+
+  @AfterAll
+  static void releaseAccessorEngines() {
+    ScrReplicaAccessorBuilder.releaseAll();
+  }
+
+  private static List<LocatedBlock> blocks(DistributedFileSystem fs) throws Exception {
+    return fs.getClient().getLocatedBlocks("/a", 0, LEN).getLocatedBlocks();
+  }
+
+  private static Configuration scrConf(String context) {
+    Configuration c = DFS.dfs().clientConf();
+    c.set("scr.client.context", context);
+    return c;
+  }
+
+  @Test
+  void leasesReadByteIdenticalAtRandomOffsetsAcrossChunksAndBlocks() throws Exception {
+    DistributedFileSystem fs = DFS.dfs().fileSystem();
+    ResourceSnapshot before = ResourceSnapshot.take();
+    ScrClient client = ScrClient.acquire(scrConf("lease-test"));
+    try {
+      Random rnd = new Random(7);
+      List<LocatedBlock> blocks = blocks(fs);
+      assertEquals(3, blocks.size());
+      int reads = 0;
+      for (LocatedBlock lb : blocks) {
+        String path = client.socketPathFor(lb.getLocations()[0]);
+        assertEquals(DFS.dfs().socketPath(0), path);
+        long blockStart = lb.getStartOffset();
+        for (int i = 0; i < 120; i++) {
+          try (ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path)) {
+            assertNotNull(lease, "lease of " + lb.getBlock());
+            assertEquals(lb.getBlockSize(), lease.length());
+            long off = pickOffset(rnd, lease.length());
+            int len = 1 + rnd.nextInt(i % 3 == 0 ? 200_000 : 5000);
+            boolean verify = rnd.nextBoolean();
+            int mode = rnd.nextInt(3);
+            byte[] got = readFully(lease, off, len, verify, mode);
+            int expectLen = (int) Math.min(len, lease.length() - off);
+            byte[] expect =
+                Arrays.copyOfRange(
+                    data, (int) (blockStart + off), (int) (blockStart + off) + expectLen);
+            assertArrayEquals(
+                expect, got, "block " + lb.getBlock() + " off " + off + " len " + len);
+            reads++;
+          }
+        }
+        try (ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path)) {
+          assertEquals(-1, lease.read(lease.length(), ByteBuffer.allocate(10), true));
+        }
+      }
+      assertEquals(360, reads);
+      assertEquals(3, client.cacheStats().missCount(), "one open per block, then cache hits");
+    } finally {
+      client.close();
+    }
+    List<String> leaks = JvmSingletons.withoutFdListing(before.leakedSince(Duration.ofSeconds(10)));
+    assertTrue(leaks.isEmpty(), "ScrClient.close() left " + leaks);
+  }
+
+  private static long pickOffset(Random rnd, long length) {
+    switch (rnd.nextInt(4)) {
+      case 0:
+        return (rnd.nextInt((int) (length / 512)) * 512L); // chunk-aligned
+      case 1:
+        return Math.max(0, length - 1 - rnd.nextInt(1500)); // near the end
+      default:
+        return rnd.nextInt((int) length);
+    }
+  }
+
+  private static byte[] readFully(ReplicaLease lease, long off, int len, boolean verify, int mode)
+      throws Exception {
+    int want = (int) Math.min(len, lease.length() - off);
+    byte[] out = new byte[want];
+    int done = 0;
+    ByteBuffer direct = mode == 1 ? ByteBuffer.allocateDirect(want) : null;
+    ByteBuffer heap = mode == 2 ? ByteBuffer.allocate(want + 10).position(5).limit(5 + want) : null;
+    while (done < want) {
+      int n;
+      if (mode == 0) {
+        n = lease.read(off + done, out, done, want - done, verify);
+      } else if (mode == 1) {
+        n = lease.read(off + done, direct, verify);
+      } else {
+        n = lease.read(off + done, heap, verify);
+      }
+      assertTrue(n > 0, "read returned " + n);
+      done += n;
+    }
+    if (mode == 1) {
+      direct.flip();
+      direct.get(out);
+    } else if (mode == 2) {
+      heap.position(5);
+      heap.get(out);
+    }
+    return out;
+  }
+
+  @Test
+  void stockFileSystemReadsShortCircuitThroughTheAccessor() throws Exception {
+    DistributedFileSystem fs =
+        DFS.dfs()
+            .newFileSystem(
+                c -> {
+                  c.setBoolean("dfs.client.read.shortcircuit", false);
+                  c.set(
+                      "dfs.client.replica.accessor.builder.classes",
+                      ScrReplicaAccessorBuilder.class.getName());
+                  c.set("scr.client.context", "accessor-test");
+                });
+    Random rnd = new Random(11);
+    try (FSDataInputStream in = fs.open(new Path("/a"))) {
+      for (int i = 0; i < 60; i++) {
+        int off = rnd.nextInt(LEN);
+        int len = Math.min(LEN - off, 1 + rnd.nextInt(300_000));
+        byte[] buf = new byte[len];
+        in.readFully(off, buf);
+        assertArrayEquals(Arrays.copyOfRange(data, off, off + len), buf, "pread " + off);
+      }
+      byte[] all = new byte[LEN];
+      in.seek(0);
+      in.readFully(all);
+      assertArrayEquals(data, all);
+      long sc = ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead();
+      assertTrue(sc >= LEN, "short-circuit bytes: " + sc);
+    }
+  }
+
+  @Test
+  void missingSocketFallsBackToTheStockPath() throws Exception {
+    Configuration conf = scrConf("missing-socket");
+    conf.set(
+        "scr.client.socket.paths", DFS.dfs().socketDir().resolve("nobody._PORT.sock").toString());
+    DistributedFileSystem fs = DFS.dfs().fileSystem();
+    LocatedBlock lb = blocks(fs).get(0);
+    ScrClient client = ScrClient.acquire(conf);
+    try {
+      String path = client.socketPathFor(lb.getLocations()[0]);
+      assertNotNull(path, "first attempt is not backing off yet");
+      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path));
+      assertEquals(1, client.fallbackCount(FallbackReason.CONNECT_FAILED));
+      assertNull(client.socketPathFor(lb.getLocations()[0]), "now backing off");
+      assertEquals(1, client.fallbackCount(FallbackReason.BACKING_OFF));
+      assertTrue(
+          client.backoffStatus().stream()
+              .anyMatch(s -> s.failures() == 1 && s.lastReason().contains("nobody")),
+          client.backoffStatus().toString());
+    } finally {
+      client.close();
+    }
+    // The stock path, with the accessor configured against the missing socket, still reads.
+    DistributedFileSystem accessorFs =
+        DFS.dfs()
+            .newFileSystem(
+                c -> {
+                  c.setBoolean("dfs.client.read.shortcircuit", false);
+                  c.set(
+                      "dfs.client.replica.accessor.builder.classes",
+                      ScrReplicaAccessorBuilder.class.getName());
+                  c.set("scr.client.context", "missing-socket-fs");
+                  c.set(
+                      "scr.client.socket.paths",
+                      DFS.dfs().socketDir().resolve("nobody.sock").toString());
+                });
+    try (FSDataInputStream in = accessorFs.open(new Path("/a"))) {
+      byte[] buf = new byte[100_000];
+      in.readFully(BLOCK - 50_000, buf);
+      assertArrayEquals(Arrays.copyOfRange(data, BLOCK - 50_000, BLOCK + 50_000), buf);
+      assertEquals(
+          0, ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead());
+    }
+  }
+}
