@@ -281,12 +281,27 @@ class LeaseCacheTest {
     TestValue a = leaseAndRelease("a");
     TestValue b = leaseAndRelease("b");
     leaseAndRelease("c");
+    // Recency has the resolution of the cache's clock, which maintenance advances.
+    ticker.advance(Duration.ofSeconds(1));
+    cache.cleanUp();
     leaseAndRelease("a"); // a is now the most recently released
     leaseAndRelease("d");
     b.awaitClosed();
     assertFalse(a.isClosed());
     assertEquals(3, cache.stats().entryCount());
     assertEquals(1, cache.stats().removalCount(RemovalCause.SIZE));
+  }
+
+  @Test
+  void repeatedReleasesWithinOneTickKeepTheirFirstPosition() throws Exception {
+    create(config().capacity(3));
+    TestValue a = leaseAndRelease("a");
+    leaseAndRelease("b");
+    leaseAndRelease("c");
+    leaseAndRelease("a"); // same tick: not re-recorded, a stays eldest
+    leaseAndRelease("d");
+    a.awaitClosed();
+    assertEquals(3, cache.stats().entryCount());
   }
 
   @Test
