@@ -1,0 +1,133 @@
+package io.scr.core.read;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.Random;
+import java.util.zip.CRC32;
+import java.util.zip.CRC32C;
+import java.util.zip.Checksum;
+import org.apache.hadoop.fs.ChecksumException;
+import org.junit.jupiter.api.Test;
+
+/** Meta header parsing and checksum verification on files written here, stock layout. */
+class LocalBlockReaderTest {
+  private static final int BPC = 512;
+
+  private static Path dir() throws IOException {
+    Path tmp = Paths.get(System.getProperty("java.io.tmpdir"));
+    Files.createDirectories(tmp);
+    return Files.createTempDirectory(tmp, "lbr");
+  }
+
+  private static ReplicaFiles write(Path dir, byte[] data, int type) throws IOException {
+    Path d = dir.resolve("blk");
+    Path m = dir.resolve("blk.meta");
+    Files.write(d, data);
+    ByteBuffer meta = ByteBuffer.allocate(7 + ((data.length + BPC - 1) / BPC) * 4);
+    meta.putShort((short) 1).put((byte) type).putInt(BPC);
+    for (int off = 0; off < data.length; off += BPC) {
+      Checksum c = type == MetaHeader.TYPE_CRC32C ? new CRC32C() : new CRC32();
+      c.update(data, off, Math.min(BPC, data.length - off));
+      meta.putInt((int) c.getValue());
+    }
+    Files.write(m, meta.array());
+    return ReplicaFiles.open(
+        FileChannel.open(d, StandardOpenOption.READ),
+        FileChannel.open(m, StandardOpenOption.READ),
+        "BP-1:blk_7_1");
+  }
+
+  @Test
+  void headerIsParsedAndValidated() throws Exception {
+    MetaHeader h = MetaHeader.parse(ByteBuffer.wrap(new byte[] {0, 1, 2, 0, 0, 2, 0}));
+    assertEquals(MetaHeader.TYPE_CRC32C, h.type());
+    assertEquals(512, h.bytesPerChecksum());
+    assertEquals(7 + 3 * 4, h.checksumOffset(3));
+    assertThrows(
+        CorruptMetaException.class,
+        () -> MetaHeader.parse(ByteBuffer.wrap(new byte[] {0, 2, 2, 0, 0, 2, 0})));
+    assertThrows(
+        CorruptMetaException.class,
+        () -> MetaHeader.parse(ByteBuffer.wrap(new byte[] {0, 1, 9, 0, 0, 2, 0})));
+    assertThrows(
+        CorruptMetaException.class,
+        () -> MetaHeader.parse(ByteBuffer.wrap(new byte[] {0, 1, 2, 0, 0, 0, 0})));
+  }
+
+  @Test
+  void randomReadsMatchIncludingThePartialLastChunkForBothCrcs() throws Exception {
+    Random rnd = new Random(3);
+    byte[] data = new byte[200_000 + 77]; // partial last chunk
+    rnd.nextBytes(data);
+    LocalBlockReader reader = new LocalBlockReader(4096);
+    for (int type : new int[] {MetaHeader.TYPE_CRC32C, MetaHeader.TYPE_CRC32}) {
+      try (ReplicaFiles f = write(dir(), data, type)) {
+        for (int i = 0; i < 300; i++) {
+          int off = i % 5 == 0 ? data.length - 1 - rnd.nextInt(700) : rnd.nextInt(data.length);
+          int len = 1 + rnd.nextInt(20_000);
+          int want = Math.min(len, data.length - off);
+          ByteBuffer dst =
+              rnd.nextBoolean() ? ByteBuffer.allocateDirect(want) : ByteBuffer.allocate(want);
+          while (dst.hasRemaining()) {
+            assertTrue(reader.read(f, off + dst.position(), dst, true, "/f") > 0);
+          }
+          dst.flip();
+          byte[] got = new byte[want];
+          dst.get(got);
+          assertArrayEquals(Arrays.copyOfRange(data, off, off + want), got, "off " + off);
+        }
+        assertEquals(-1, reader.read(f, data.length, new byte[4], 0, 4, true, "/f"));
+      }
+    }
+  }
+
+  @Test
+  void corruptedByteThrowsChecksumExceptionNamingFileBlockAndOffsetUnlessVerificationIsOff()
+      throws Exception {
+    byte[] data = new byte[10_000];
+    new Random(5).nextBytes(data);
+    Path dir = dir();
+    write(dir, data, MetaHeader.TYPE_CRC32C).close();
+    byte[] corrupt = data.clone();
+    corrupt[5_000] ^= 1;
+    Files.write(dir.resolve("blk"), corrupt);
+    LocalBlockReader reader = new LocalBlockReader(4096);
+    try (ReplicaFiles f =
+        ReplicaFiles.open(
+            FileChannel.open(dir.resolve("blk")),
+            FileChannel.open(dir.resolve("blk.meta")),
+            "BP-1:blk_7_1")) {
+      ChecksumException e =
+          assertThrows(
+              ChecksumException.class,
+              () -> reader.read(f, 4_900, new byte[300], 0, 300, true, "/data/f"));
+      assertEquals(4_608, e.getPos());
+      assertTrue(
+          e.getMessage().contains("/data/f")
+              && e.getMessage().contains("blk_7_1")
+              && e.getMessage().contains("4608"),
+          e.getMessage());
+      ChecksumException direct =
+          assertThrows(
+              ChecksumException.class,
+              () -> reader.read(f, 4_608, ByteBuffer.allocateDirect(1024), true, null));
+      assertTrue(direct.getMessage().contains("file of block BP-1:blk_7_1"), direct.getMessage());
+      byte[] buf = new byte[300];
+      assertEquals(300, reader.read(f, 4_900, buf, 0, 300, false, "/data/f"));
+      assertArrayEquals(Arrays.copyOfRange(corrupt, 4_900, 5_200), buf);
+      assertEquals(
+          100, reader.read(f, 0, new byte[100], 0, 100, true, "/data/f"), "other chunks verify");
+    }
+  }
+}
