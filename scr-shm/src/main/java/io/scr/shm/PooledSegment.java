@@ -1,0 +1,196 @@
+package io.scr.shm;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A segment inside a {@link SlotPool}: the segment plus two bitmaps over its slots.
+ *
+ * <ul>
+ *   <li>{@code free}: bit set = the slot is not held by anyone. Allocation claims a bit with one
+ *       CAS; the maintenance thread sets bits again once the DataNode has released them.
+ *   <li>{@code pending}: bit set = a holder released the slot, the DataNode has not been told yet.
+ *       Set by the releasing thread with one atomic OR; taken (get-and-set 0) by the maintenance
+ *       thread.
+ * </ul>
+ *
+ * <p>A slot is in use iff its bit is clear in both. Both bitmaps are padded so that allocators
+ * (free) and releasers (pending) do not share a cache line.
+ *
+ * <p>State machine ({@link #state}): ACTIVE (in the pool's allocation array) → RETIRED (surplus,
+ * out of the allocation array; still alive on the DataNode, so releases are still sent) or DEAD
+ * (disconnected or a release failed; slots invalidated, releases not sent) → RETURNED (handed back
+ * to the source, exactly once, when every bit is free again and nothing is pending). RETIRED may
+ * also become DEAD. Transitions happen under the pool's structure lock.
+ *
+ * <p>The one race that matters: an allocator that read an old allocation array may claim a bit of a
+ * segment that is no longer ACTIVE. It checks the state <em>after</em> its CAS and puts the bit
+ * back if so, without touching the segment's memory; because a non-ACTIVE segment is returned only
+ * when all its bits are free, a claimed bit keeps the segment mapped. See {@link #tryClaim}.
+ */
+final class PooledSegment {
+  static final int ACTIVE = 0;
+  static final int RETIRED = 1;
+  static final int DEAD = 2;
+  static final int RETURNED = 3;
+
+  private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
+
+  /** 64 bytes of padding on each side of the bitmap words. */
+  private static final int PAD = 8;
+
+  final SlotPool pool;
+  final Segment segment;
+  final int slotCount;
+  private final int wordCount;
+  private final long lastWordMask;
+  private final long[] free;
+  private final long[] pending;
+  private final AtomicInteger state = new AtomicInteger(ACTIVE);
+
+  /** When the maintenance thread first saw pending releases here; maintenance thread only. */
+  long pendingSinceNanos = SlotPool.NOT_PENDING;
+
+  PooledSegment(SlotPool pool, Segment segment) {
+    this.pool = pool;
+    this.segment = segment;
+    this.slotCount = segment.slotCount();
+    this.wordCount = (slotCount + 63) >>> 6;
+    int rem = slotCount & 63;
+    this.lastWordMask = rem == 0 ? -1L : (1L << rem) - 1;
+    this.free = new long[wordCount + 2 * PAD];
+    this.pending = new long[wordCount + 2 * PAD];
+    for (int w = 0; w < wordCount; w++) {
+      free[PAD + w] = mask(w);
+    }
+  }
+
+  private long mask(int w) {
+    return w == wordCount - 1 ? lastWordMask : -1L;
+  }
+
+  int state() {
+    return state.get();
+  }
+
+  boolean transition(int from, int to) {
+    return state.compareAndSet(from, to);
+  }
+
+  /**
+   * Claims a free slot and initialises it the stock way (store 0, then set VALID), or returns null
+   * when this segment has none or is not ACTIVE. Lock-free: one CAS per attempt.
+   */
+  Slot tryClaim() {
+    for (int w = 0; w < wordCount; w++) {
+      int i = PAD + w;
+      long word = (long) WORDS.getVolatile(free, i);
+      while (word != 0) {
+        long bit = word & -word;
+        if (WORDS.compareAndSet(free, i, word, word ^ bit)) {
+          if (word == bit) {
+            pool.onFreeWordExhausted();
+          }
+          if (state.get() != ACTIVE) {
+            // Not ours to hand out; put it back without touching the segment's memory.
+            addFree(w, bit);
+            return null;
+          }
+          Slot slot = segment.slot((w << 6) + Long.numberOfTrailingZeros(bit));
+          slot.storeVolatile(0L);
+          slot.makeValid();
+          if (state.get() != ACTIVE) {
+            // Died while we initialised it: invalidateAll may have run before our makeValid.
+            slot.makeInvalid();
+            addFree(w, bit);
+            return null;
+          }
+          return slot;
+        }
+        word = (long) WORDS.getVolatile(free, i);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Marks {@code index} released (pending remote release). Returns true when it is the first
+   * pending bit of its word, i.e. the maintenance thread may be asleep with nothing to do.
+   *
+   * @throws IllegalStateException when the slot is not in use (released twice, or never allocated);
+   *     checked, not guaranteed, since a racing release can slip past
+   */
+  boolean markPending(int index) {
+    int i = PAD + (index >>> 6);
+    long bit = 1L << (index & 63);
+    if (((long) WORDS.getVolatile(free, i) & bit) != 0) {
+      throw new IllegalStateException("slot " + segment.slot(index).id() + " is not in use");
+    }
+    long prev = (long) WORDS.getAndBitwiseOr(pending, i, bit);
+    if ((prev & bit) != 0) {
+      throw new IllegalStateException("slot " + segment.slot(index).id() + " released twice");
+    }
+    return prev == 0;
+  }
+
+  /** Puts a slot straight back into the free bitmap (never registered at the peer). */
+  void freeDirectly(int index) {
+    int i = PAD + (index >>> 6);
+    long bit = 1L << (index & 63);
+    long prev = (long) WORDS.getAndBitwiseOr(free, i, bit);
+    if ((prev & bit) != 0) {
+      throw new IllegalStateException("slot " + segment.slot(index).id() + " is not in use");
+    }
+  }
+
+  int wordCount() {
+    return wordCount;
+  }
+
+  /** Takes all pending bits of word {@code w}; maintenance thread only. */
+  long takePending(int w) {
+    return (long) WORDS.getAndSet(pending, PAD + w, 0L);
+  }
+
+  void addFree(int w, long bits) {
+    WORDS.getAndBitwiseOr(free, PAD + w, bits);
+  }
+
+  int freeCount() {
+    int n = 0;
+    for (int w = 0; w < wordCount; w++) {
+      n += Long.bitCount((long) WORDS.getVolatile(free, PAD + w));
+    }
+    return n;
+  }
+
+  int pendingCount() {
+    int n = 0;
+    for (int w = 0; w < wordCount; w++) {
+      n += Long.bitCount((long) WORDS.getVolatile(pending, PAD + w));
+    }
+    return n;
+  }
+
+  /** Slots held by someone: neither free nor pending (a transient claim counts too). */
+  int inUseCount() {
+    return slotCount - freeCount() - pendingCount();
+  }
+
+  /** Every slot free and nothing pending: the segment may be returned once it is not ACTIVE. */
+  boolean isEmpty() {
+    for (int w = 0; w < wordCount; w++) {
+      if ((long) WORDS.getVolatile(free, PAD + w) != mask(w)
+          || (long) WORDS.getVolatile(pending, PAD + w) != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @Override
+  public String toString() {
+    return segment.id() + "[state=" + state.get() + ", free=" + freeCount() + "]";
+  }
+}

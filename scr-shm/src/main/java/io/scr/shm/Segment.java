@@ -1,0 +1,255 @@
+package io.scr.shm;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.shm.internal.NativeIo;
+import io.scr.shm.internal.SharedWords;
+import java.io.FileDescriptor;
+import java.io.IOException;
+import java.lang.ref.Cleaner;
+import java.util.BitSet;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A shared-memory segment: an fd's first {@code length} bytes mapped {@code MAP_SHARED} read-write
+ * and cut into 64-byte {@link Slot}s, laid out exactly as HDFS {@code ShortCircuitShm}, so one code
+ * path reads stock DataNode segments and scr shim segments alike.
+ *
+ * <p>Both sides use this class. The <b>creator</b> (DataNode or the scr shim) makes the fd with
+ * {@link SegmentFactory}, maps it with {@link #map(ShmId, int, int)}, sends the fd to the client
+ * and then uses {@link #registerSlot}, {@link #unregisterSlot} and {@link #invalidateAll()}. The
+ * <b>user</b> (client) maps the fd it received with {@link #map(ShmId, FileDescriptor, int)} and
+ * hands the segment to a {@link SlotPool}, which allocates slots the stock way (store 0, then set
+ * VALID).
+ *
+ * <p>fd ownership: {@code map} borrows the fd; the mapping holds its own reference to the memory,
+ * so the caller may (and should) close its fd as soon as {@code map} returns.
+ *
+ * <p>Thread-safety: slot word access is lock-free (see {@link Slot}). The creator-side registration
+ * bitmap is guarded by this object's monitor, like Hadoop's {@code synchronized} {@code
+ * ShortCircuitShm}. {@link #close()} is idempotent and thread-safe, but the caller must guarantee
+ * the rule below.
+ *
+ * <p><b>The close rule:</b> closing unmaps the memory, and touching an unmapped slot crashes the
+ * JVM. Close a segment only when no thread will touch any of its slots again: the {@link SlotPool}
+ * does so only after every slot of the segment is back in its free bitmap and the segment is out of
+ * its allocation path; a creator does so only after the client's socket is gone. A {@link Cleaner}
+ * unmaps a segment that was never closed once it becomes unreachable (and logs it), as a last line
+ * of defence, never as the plan.
+ */
+public final class Segment implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
+  private static final Cleaner CLEANER = Cleaner.create();
+
+  private final ShmId id;
+  private final int length;
+  private final SharedWords words;
+  private final Slot[] slots;
+  private final AtomicBoolean closed;
+  private final Unmapper unmapper;
+  private final Cleaner.Cleanable cleanable;
+
+  @GuardedBy("this")
+  private final BitSet registered;
+
+  /** The pool entry while a {@link SlotPool} holds this segment (client side), else null. */
+  volatile PooledSegment poolEntry;
+
+  private Segment(ShmId id, long address, int length) {
+    this.id = id;
+    this.length = length;
+    this.words = SharedWords.wrap(address, length);
+    this.slots = new Slot[length / Slot.BYTES_PER_SLOT];
+    for (int i = 0; i < slots.length; i++) {
+      slots[i] = new Slot(this, words, i);
+    }
+    this.registered = new BitSet(slots.length);
+    this.closed = new AtomicBoolean();
+    this.unmapper = new Unmapper(id, address, length, closed);
+    this.cleanable = CLEANER.register(this, unmapper);
+  }
+
+  /**
+   * Maps the first {@code length} bytes of a received fd (user side). {@code length} is rounded
+   * down to a multiple of 64, as stock does. The fd is borrowed: the caller still owns and closes
+   * it, and may do so right after this returns.
+   *
+   * @throws ShmUnavailableException when native access is unavailable (the probe's cause attached)
+   * @throws IOException when the fd is invalid, too short, or mmap fails
+   */
+  public static Segment map(ShmId id, FileDescriptor fd, int length) throws IOException {
+    NativeIo.ensureAvailable();
+    return map(id, NativeIo.fdNumber(fd), length);
+  }
+
+  /** As {@link #map(ShmId, FileDescriptor, int)}, for a numeric fd (borrowed, not closed). */
+  public static Segment map(ShmId id, int fd, int length) throws IOException {
+    NativeIo.ensureAvailable();
+    if (id == null) {
+      throw new NullPointerException("id");
+    }
+    int usable = length - length % Slot.BYTES_PER_SLOT;
+    if (usable < Slot.BYTES_PER_SLOT) {
+      throw new IOException(
+          "segment " + id + " is " + length + " bytes, less than one 64-byte slot");
+    }
+    long address = NativeIo.mmapShared(fd, usable);
+    return new Segment(id, address, usable);
+  }
+
+  /** The segment's id. */
+  public ShmId id() {
+    return id;
+  }
+
+  /** Mapped length in bytes, a multiple of 64. */
+  public int length() {
+    return length;
+  }
+
+  /** Number of slots ({@code length / 64}; 128 for a stock 8192-byte segment). */
+  public int slotCount() {
+    return slots.length;
+  }
+
+  /**
+   * The slot at {@code index}. Slot objects are created once per segment, so this never allocates.
+   */
+  public Slot slot(int index) {
+    return slots[index];
+  }
+
+  /**
+   * Creator side: accepts a client's claim on slot {@code index} for a replica, with the checks the
+   * DataNode makes ({@code ShortCircuitRegistry.registerSlot}): the index must be in range and not
+   * already registered, and the client must have set VALID. Then sets or clears ANCHORABLE.
+   *
+   * @throws InvalidSlotException naming which check failed; nothing changes
+   */
+  public Slot registerSlot(int index, boolean anchorable) throws InvalidSlotException {
+    if (index < 0 || index >= slots.length) {
+      throw new InvalidSlotException(
+          "invalid slot index " + index + " for segment " + id + " of " + slots.length + " slots");
+    }
+    Slot slot = slots[index];
+    synchronized (this) {
+      checkOpen();
+      if (registered.get(index)) {
+        throw new InvalidSlotException(
+            "slot " + index + " of segment " + id + " is already in use");
+      }
+      if (!slot.isValid()) {
+        throw new InvalidSlotException(
+            "slot " + index + " of segment " + id + " is not marked as valid");
+      }
+      registered.set(index);
+    }
+    if (anchorable) {
+      slot.makeAnchorable();
+    } else {
+      slot.makeUnanchorable();
+    }
+    return slot;
+  }
+
+  /**
+   * Creator side: drops the registration of slot {@code index} and clears its VALID bit, as the
+   * DataNode does on RELEASE_SHORT_CIRCUIT_FDS. The client may then reuse the slot.
+   *
+   * @throws InvalidSlotException if the slot is not registered
+   */
+  public void unregisterSlot(int index) throws InvalidSlotException {
+    if (index < 0 || index >= slots.length) {
+      throw new InvalidSlotException(
+          "invalid slot index " + index + " for segment " + id + " of " + slots.length + " slots");
+    }
+    synchronized (this) {
+      checkOpen();
+      if (!registered.get(index)) {
+        throw new InvalidSlotException("slot " + index + " of segment " + id + " is not in use");
+      }
+      slots[index].makeInvalid();
+      registered.clear(index);
+    }
+  }
+
+  /** Creator side: whether slot {@code index} is registered. */
+  public synchronized boolean isRegistered(int index) {
+    return registered.get(index);
+  }
+
+  /** Creator side: the number of registered slots. */
+  public synchronized int registeredCount() {
+    return registered.cardinality();
+  }
+
+  /**
+   * Clears VALID on every slot at once (the segment's peer is gone, or the DataNode is dropping the
+   * segment): every holder sees its replica as stale on its next check. Safe to call from either
+   * side and more than once; must not be called after {@link #close()}.
+   */
+  public void invalidateAll() {
+    checkOpen();
+    for (Slot slot : slots) {
+      slot.makeInvalid();
+    }
+  }
+
+  /** Whether {@link #close()} has run. */
+  public boolean isClosed() {
+    return closed.get();
+  }
+
+  /**
+   * Unmaps the segment, once; later calls do nothing. See the close rule in the class javadoc: no
+   * thread may touch a slot of this segment afterwards.
+   */
+  @Override
+  public void close() {
+    unmapper.explicit = true;
+    cleanable.clean();
+  }
+
+  private void checkOpen() {
+    if (closed.get()) {
+      throw new IllegalStateException("segment " + id + " is closed");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "Segment{" + id + ", " + slots.length + " slots" + (isClosed() ? ", closed}" : "}");
+  }
+
+  /** Unmaps exactly once, from {@link #close()} or from the cleaner; holds no Segment reference. */
+  private static final class Unmapper implements Runnable {
+    private final ShmId id;
+    private final long address;
+    private final int length;
+    private final AtomicBoolean closed;
+    volatile boolean explicit;
+
+    Unmapper(ShmId id, long address, int length, AtomicBoolean closed) {
+      this.id = id;
+      this.address = address;
+      this.length = length;
+      this.closed = closed;
+    }
+
+    @Override
+    public void run() {
+      if (!closed.compareAndSet(false, true)) {
+        return;
+      }
+      if (!explicit) {
+        LOG.warn("Segment {} was never closed; the cleaner unmaps it now", id);
+      }
+      try {
+        NativeIo.munmap(address, length);
+      } catch (IOException e) {
+        LOG.warn("Could not unmap segment {}", id, e);
+      }
+    }
+  }
+}
