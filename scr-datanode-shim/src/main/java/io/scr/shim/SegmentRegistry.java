@@ -210,6 +210,12 @@ final class SegmentRegistry {
         });
   }
 
+  /** The slots watched for a block (a copy), for tests and diagnostics. */
+  List<SlotRef> watched(BlockKey key) {
+    Set<SlotRef> set = byBlock.get(key);
+    return set == null ? new ArrayList<>() : new ArrayList<>(set);
+  }
+
   /** Number of blocks with watched slots. */
   int watchedBlocks() {
     return byBlock.size();

@@ -3,20 +3,44 @@ package io.scr.shim;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.scr.shm.Segment;
+import io.scr.shm.ShmId;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
+import io.scr.testing.ResourceSnapshot;
 import io.scr.testing.StockNative;
+import java.io.FileInputStream;
 import java.io.IOException;
 import java.lang.reflect.Field;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.StorageType;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenSecretManager;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
+import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitShm;
+import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitShm.SlotId;
+import org.apache.hadoop.security.token.Token;
 import org.apache.hadoop.util.ServicePlugin;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -28,6 +52,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class ShimClusterTest {
   static final int BLOCK_SIZE = 256 * 1024;
+  static final int MAX_CONNECTIONS = 64;
+  static final long INVALIDATION_MS = 100;
 
   static {
     JvmSingletons.warm(); // before the extension takes its leak baseline
@@ -38,7 +64,12 @@ class ShimClusterTest {
       MiniDfs.builder()
           .blockSize(BLOCK_SIZE)
           .mode(DataNodeMode.SHIM)
-          .configure(c -> c.setBoolean("dfs.block.access.token.enable", true))
+          .configure(
+              c -> {
+                c.setBoolean("dfs.block.access.token.enable", true);
+                c.setInt(ScrShimKeys.CLIENT_MAX_CONNECTIONS.name(), MAX_CONNECTIONS);
+                c.setLong(ScrShimKeys.INVALIDATION_INTERVAL_MS.name(), INVALIDATION_MS);
+              })
           .buildExtension();
 
   @BeforeAll
@@ -98,5 +129,352 @@ class ShimClusterTest {
     assertNotNull(counters.get("requests.request_fds.success"), counters.toString());
     assertTrue(counters.get("live.segments") >= 1, "stock client should use shm: " + counters);
     assertTrue(counters.get("live.slots") >= 1, counters.toString());
+  }
+
+  static String socket() {
+    return dfs().socketPath(0);
+  }
+
+  static final int PID = (int) ProcessHandle.current().pid();
+
+  static LocatedBlock firstBlock(String path, int length, long seed) throws IOException {
+    dfs().writeRandomFile(path, length, seed);
+    return dfs().fileSystem().getClient().getLocatedBlocks(path, 0).get(0);
+  }
+
+  /** Waits for a condition that another thread (the shim's event loop) makes true. */
+  static void await(String what, BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError("timed out waiting for " + what);
+      }
+      Thread.sleep(5); // the shim exposes no latch for these; bounded poll
+    }
+  }
+
+  static void assertStillServes() throws Exception {
+    long[] sc = new long[1];
+    byte[] data = dfs().writeRandomFile("/modec/still-serving", 4096, 99);
+    assertArrayEquals(data, readAll(dfs().fileSystem(), "/modec/still-serving", 4096, sc));
+    assertEquals(4096, sc[0], "short-circuit reads must still work");
+  }
+
+  @Test
+  void segmentsSlotsReceiptsAndReleaseFollowStockSemantics() throws Exception {
+    assertTrue(plugin().awaitServing(30_000));
+    LocatedBlock lb = firstBlock("/modec/slots", 10_000, 3);
+    SegmentRegistry registry = plugin().registry();
+    long segmentsBefore = plugin().counters().get("live.segments");
+    try (RawPeer shmPeer = new RawPeer(socket())) {
+      shmPeer.sender.requestShortCircuitShm("shim-test");
+      ShortCircuitShmResponseProto resp = shmPeer.readShmResponse();
+      assertEquals(Status.SUCCESS, resp.getStatus(), resp.toString());
+      FileInputStream[] shmFd = new FileInputStream[1];
+      assertEquals(0, shmPeer.receiveFds(shmFd), "shm response carries the byte 0");
+      ShmId id = ShmId.of(resp.getId().getHi(), resp.getId().getLo());
+      ShortCircuitShm.ShmId stockId =
+          new ShortCircuitShm.ShmId(resp.getId().getHi(), resp.getId().getLo());
+      try (Segment seg = Segment.map(id, shmFd[0].getFD(), 8192)) {
+        shmFd[0].close();
+        assertEquals(128, seg.slotCount());
+        SegmentRegistry.ShimSegment shimSeg = registry.find(id, PID);
+        assertNotNull(shimSeg);
+        assertNull(registry.find(id, PID + 1), "another client must not see this segment");
+
+        // A slot whose VALID bit the client did not set is refused, as stock refuses it.
+        try (RawPeer p = new RawPeer(socket())) {
+          p.sender.requestShortCircuitFds(
+              lb.getBlock(), lb.getBlockToken(), new SlotId(stockId, 5), 1, true);
+          BlockOpResponseProto r = p.readBlockOpResponse();
+          assertEquals(Status.ERROR, r.getStatus());
+          assertTrue(r.getMessage().contains("not marked as valid"), r.getMessage());
+        }
+
+        // With the receipt: the slot stays registered until released.
+        seg.slot(0).makeValid();
+        SlotId slot0 = new SlotId(stockId, 0);
+        try (RawPeer p = new RawPeer(socket())) {
+          p.sender.requestShortCircuitFds(lb.getBlock(), lb.getBlockToken(), slot0, 1, true);
+          BlockOpResponseProto r = p.readBlockOpResponse();
+          assertEquals(Status.SUCCESS, r.getStatus(), r.toString());
+          assertEquals(1, r.getShortCircuitAccessVersion());
+          FileInputStream[] fds = new FileInputStream[2];
+          assertEquals(1, p.receiveFds(fds), "USE_RECEIPT_VERIFICATION");
+          try {
+            assertNotNull(fds[0]);
+            assertNotNull(fds[1]);
+            byte[] header = new byte[7];
+            assertEquals(7, fds[1].read(header));
+            assertEquals(1, ((header[0] & 0xff) << 8) | (header[1] & 0xff), "meta version");
+            assertEquals(10_000, fds[0].getChannel().size());
+          } finally {
+            RawPeer.closeAll(fds);
+          }
+          p.socket.getOutputStream().write(0); // the receipt
+          assertNotNull(shimSeg.ref(0), "registered while the fds are in use");
+          // Release on the same connection (the shim keeps serving it after the receipt).
+          p.sender.releaseShortCircuitFds(slot0);
+          ReleaseShortCircuitAccessResponseProto rel = p.readReleaseResponse();
+          assertEquals(Status.SUCCESS, rel.getStatus(), rel.toString());
+          assertNull(shimSeg.ref(0));
+          assertTrue(!seg.slot(0).isValid(), "release clears VALID");
+          // A second release of the same slot is ERROR_INVALID, as stock.
+          p.sender.releaseShortCircuitFds(slot0);
+          assertEquals(Status.ERROR_INVALID, p.readReleaseResponse().getStatus());
+          // A slot of an unknown segment: ERROR_INVALID with stock's message.
+          ShortCircuitShm.ShmId unknown = new ShortCircuitShm.ShmId(1, 2);
+          p.sender.releaseShortCircuitFds(new SlotId(unknown, 0));
+          ReleaseShortCircuitAccessResponseProto bad = p.readReleaseResponse();
+          assertEquals(Status.ERROR_INVALID, bad.getStatus());
+          assertEquals(
+              "there is no shared memory segment registered with shmId "
+                  + "00000000000000010000000000000002",
+              bad.getError());
+        }
+
+        // Without the receipt (client closes): the shim unregisters the slot.
+        seg.slot(1).makeValid();
+        try (RawPeer p = new RawPeer(socket())) {
+          p.sender.requestShortCircuitFds(
+              lb.getBlock(), lb.getBlockToken(), new SlotId(stockId, 1), 1, true);
+          assertEquals(Status.SUCCESS, p.readBlockOpResponse().getStatus());
+          FileInputStream[] fds = new FileInputStream[2];
+          p.receiveFds(fds);
+          RawPeer.closeAll(fds);
+        }
+        await("slot 1 unregistered after a missing receipt", () -> shimSeg.ref(1) == null);
+        assertTrue(!seg.slot(1).isValid());
+        assertTrue(plugin().counters().get("rejections.receipt_missing") >= 1);
+      }
+    }
+    // The shm connection closed: the segment is gone.
+    await(
+        "segment freed when its connection closed",
+        () -> {
+          try {
+            return plugin().counters().get("live.segments") == segmentsBefore;
+          } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
+          }
+        });
+
+    // Any byte on a shm connection frees the segment and closes it (stock semantics).
+    try (RawPeer shmPeer = new RawPeer(socket())) {
+      shmPeer.sender.requestShortCircuitShm("shim-test-2");
+      ShortCircuitShmResponseProto resp = shmPeer.readShmResponse();
+      FileInputStream[] shmFd = new FileInputStream[1];
+      shmPeer.receiveFds(shmFd);
+      RawPeer.closeAll(shmFd);
+      ShmId id = ShmId.of(resp.getId().getHi(), resp.getId().getLo());
+      assertNotNull(registry.find(id, PID));
+      shmPeer.writeRaw(new byte[] {1});
+      assertTrue(shmPeer.closedByPeer());
+      await("segment freed after data on its socket", () -> registry.find(id, PID) == null);
+    }
+  }
+
+  @Test
+  void errorsUseStockStatusesAndMessages() throws Exception {
+    assertTrue(plugin().awaitServing(30_000));
+    LocatedBlock lb = firstBlock("/modec/errors", 5000, 4);
+    ExtendedBlock good = lb.getBlock();
+    FsDatasetSpi<?> ds = dfs().cluster().getDataNodes().get(0).getFSDataset();
+
+    ExtendedBlock unknown = new ExtendedBlock(good.getBlockPoolId(), good.getBlockId() + 1_000_000);
+    unknown.setGenerationStamp(good.getGenerationStamp());
+    ExtendedBlock wrongGs = new ExtendedBlock(good);
+    wrongGs.setGenerationStamp(good.getGenerationStamp() + 7);
+    for (ExtendedBlock b : new ExtendedBlock[] {unknown, wrongGs}) {
+      String stockMessage = null;
+      try {
+        ds.getBlockInputStream(b, 0).close();
+      } catch (IOException e) {
+        stockMessage = e.getMessage();
+      }
+      assertNotNull(stockMessage);
+      // Tokens are checked before the replica; sign one for this (possibly unknown) block.
+      Token<BlockTokenIdentifier> token = tokenFor(b, 600_000);
+      try (RawPeer p = new RawPeer(socket())) {
+        p.sender.requestShortCircuitFds(b, token, null, 1, true);
+        BlockOpResponseProto r = p.readBlockOpResponse();
+        assertEquals(Status.ERROR, r.getStatus());
+        assertEquals(stockMessage, r.getMessage());
+      }
+    }
+
+    try (RawPeer p = new RawPeer(socket())) {
+      p.sender.requestShortCircuitFds(good, lb.getBlockToken(), null, 0, true);
+      BlockOpResponseProto r = p.readBlockOpResponse();
+      assertEquals(Status.ERROR_UNSUPPORTED, r.getStatus());
+      assertEquals(1, r.getShortCircuitAccessVersion());
+      assertEquals(
+          "Your client is too old to read this block!  Its format version is 1, but the highest"
+              + " format version you can read is 0",
+          r.getMessage());
+    }
+
+    // Forged token: ERROR_ACCESS_TOKEN, no fds, connection closed.
+    Token<BlockTokenIdentifier> valid = lb.getBlockToken();
+    Token<BlockTokenIdentifier> forged =
+        new Token<>(
+            valid.getIdentifier(),
+            "not the password".getBytes(),
+            valid.getKind(),
+            valid.getService());
+    Token<BlockTokenIdentifier> expired = tokenFor(good, -60_000);
+    long before = plugin().counters().getOrDefault("rejections.access_token", 0L);
+    for (Token<BlockTokenIdentifier> bad : List.of(forged, expired)) {
+      try (RawPeer p = new RawPeer(socket())) {
+        p.sender.requestShortCircuitFds(good, bad, null, 1, true);
+        BlockOpResponseProto r = p.readBlockOpResponse();
+        assertEquals(Status.ERROR_ACCESS_TOKEN, r.getStatus());
+        assertTrue(!r.hasMessage());
+        assertTrue(p.closedByPeer(), "stock closes the connection after a bad token");
+      }
+    }
+    assertEquals(before + 2, plugin().counters().get("rejections.access_token"));
+    // The valid token still works.
+    try (RawPeer p = new RawPeer(socket())) {
+      p.sender.requestShortCircuitFds(good, valid, null, 1, false);
+      assertEquals(Status.SUCCESS, p.readBlockOpResponse().getStatus());
+      FileInputStream[] fds = new FileInputStream[2];
+      assertEquals(0, p.receiveFds(fds), "DO_NOT_USE_RECEIPT_VERIFICATION");
+      RawPeer.closeAll(fds);
+    }
+  }
+
+  static Token<BlockTokenIdentifier> tokenFor(ExtendedBlock b, long lifetimeMs) throws IOException {
+    BlockTokenSecretManager sm =
+        dfs().cluster().getNamesystem().getBlockManager().getBlockTokenSecretManager();
+    sm.setTokenLifetime(lifetimeMs);
+    try {
+      return sm.generateToken(
+          b, EnumSet.of(BlockTokenIdentifier.AccessMode.READ), new StorageType[0], new String[0]);
+    } finally {
+      sm.setTokenLifetime(TimeUnit.MINUTES.toMillis(600));
+    }
+  }
+
+  @Test
+  void malformedInputClosesTheConnectionAndTheServerKeepsServing() throws Exception {
+    assertTrue(plugin().awaitServing(30_000));
+    byte[][] hostile = {
+      {0x00, 0x1B, 0x57, 0x00}, // wrong version 27
+      {0x00, 0x1C, 0x51, 0x00}, // READ_BLOCK: not served by the shim
+      {0x00, 0x1C, 0x7F, 0x01, 0x09}, // op 127 with an unknown extension
+      {0x00, 0x1C, 0x57, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, 0x01},
+      {0x00, 0x1C, 0x57, (byte) 0x80, (byte) 0x80, 0x40}, // 1 MiB body: oversized
+      {0x00, 0x1C, 0x57, 0x03, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF}, // garbage protobuf
+      {0x00, 0x1C, 0x59, 0x00}, // op 89 with an empty body: required clientName missing
+    };
+    for (byte[] bytes : hostile) {
+      try (RawPeer p = new RawPeer(socket())) {
+        p.writeRaw(bytes);
+        assertTrue(p.closedByPeer(), "not closed after " + java.util.Arrays.toString(bytes));
+      }
+    }
+    // Truncated frames then an early close by the client.
+    for (byte[] bytes :
+        new byte[][] {
+          {0x00}, {0x00, 0x1C, 0x57}, {0x00, 0x1C, 0x57, (byte) 0x85}, {0, 0x1C, 0x57, 9, 1}
+        }) {
+      try (RawPeer p = new RawPeer(socket())) {
+        p.writeRaw(bytes);
+      }
+    }
+    Map<String, Long> c = plugin().counters();
+    assertTrue(c.get("rejections.bad_version") >= 1, c.toString());
+    assertTrue(c.get("rejections.unknown_op") >= 1, c.toString());
+    assertTrue(c.get("rejections.bad_varint") >= 1, c.toString());
+    assertTrue(c.get("rejections.oversized") >= 1, c.toString());
+    assertTrue(c.get("rejections.bad_protobuf") >= 2, c.toString());
+    assertStillServes();
+  }
+
+  @Test
+  void aFloodOfConnectionsIsBoundedPerClientAndLeavesNothingBehind() throws Exception {
+    assertTrue(plugin().awaitServing(30_000));
+    assertStillServes(); // warm the stock client's caches before the baseline
+    ResourceSnapshot baseline = ResourceSnapshot.take();
+    long connectionsBefore = plugin().counters().get("live.connections");
+    int flood = MAX_CONNECTIONS * 3;
+    List<RawPeer> peers = new ArrayList<>();
+    int invalid = 0;
+    int limited = 0;
+    try {
+      for (int i = 0; i < flood; i++) {
+        peers.add(new RawPeer(socket()));
+      }
+      SlotId nowhere = new SlotId(new ShortCircuitShm.ShmId(3, 4), 0);
+      for (RawPeer p : peers) {
+        p.sender.releaseShortCircuitFds(nowhere);
+      }
+      for (RawPeer p : peers) {
+        ReleaseShortCircuitAccessResponseProto r = p.readReleaseResponse();
+        if (r.getStatus() == Status.ERROR_INVALID) {
+          invalid++;
+        } else {
+          assertEquals(Status.ERROR, r.getStatus(), r.toString());
+          assertTrue(
+              r.getError().contains(ScrShimKeys.CLIENT_MAX_CONNECTIONS.name()), r.getError());
+          limited++;
+        }
+      }
+    } finally {
+      for (RawPeer p : peers) {
+        p.close();
+      }
+    }
+    assertTrue(invalid > 0 && invalid <= MAX_CONNECTIONS, "served " + invalid);
+    assertTrue(limited >= flood - MAX_CONNECTIONS, "limited " + limited);
+    await(
+        "connections back to baseline",
+        () -> {
+          try {
+            return plugin().counters().get("live.connections") <= connectionsBefore;
+          } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
+          }
+        });
+    List<String> leaks = baseline.leakedSince(Duration.ofSeconds(10));
+    assertTrue(leaks.isEmpty(), "leaked after the flood: " + leaks);
+    assertStillServes();
+  }
+
+  @Test
+  @SuppressWarnings("deprecation")
+  void deletingAFileInvalidatesItsSlotsWithinTheBound() throws Exception {
+    assertTrue(plugin().awaitServing(30_000));
+    String path = "/modec/to-delete";
+    byte[] data = dfs().writeRandomFile(path, 20_000, 5);
+    long[] sc = new long[1];
+    DistributedFileSystem fs = dfs().fileSystem();
+    assertArrayEquals(data, readAll(fs, path, data.length, sc));
+    assertEquals(data.length, sc[0]);
+    ExtendedBlock blk = fs.getClient().getLocatedBlocks(path, 0).get(0).getBlock();
+    SegmentRegistry.BlockKey key =
+        new SegmentRegistry.BlockKey(blk.getBlockPoolId(), blk.getBlockId());
+    List<SegmentRegistry.SlotRef> slots = plugin().registry().watched(key);
+    assertTrue(!slots.isEmpty(), "the stock client registered a slot for the block");
+    for (SegmentRegistry.SlotRef ref : slots) {
+      assertTrue(ref.segment.segment.slot(ref.index).isValid());
+    }
+
+    fs.delete(new Path(path), false);
+    FsDatasetSpi<?> ds = dfs().cluster().getDataNodes().get(0).getFSDataset();
+    DataNodeTestUtils.triggerHeartbeat(dfs().cluster().getDataNodes().get(0));
+    await(
+        "the DataNode removed the replica",
+        () -> ds.getReplica(blk.getBlockPoolId(), blk.getBlockId()) == null);
+    long gone = System.nanoTime();
+    await(
+        "slots invalidated",
+        () -> slots.stream().noneMatch(r -> r.segment.segment.slot(r.index).isValid()));
+    long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - gone);
+    // Bound: one interval plus one scan; generous slack for a loaded 2-core test machine.
+    assertTrue(tookMs <= 10 * INVALIDATION_MS + 1000, "invalidation took " + tookMs + " ms");
+    assertTrue(plugin().counters().get("slots_invalidated") >= slots.size());
+    assertTrue(plugin().registry().watched(key).isEmpty());
   }
 }

@@ -43,10 +43,15 @@ public final class ResourceSnapshot {
               + "|ForkJoinPool-\\d+-worker-\\d+|Log4j2?-.*|AsyncAppender-.*"
               // the DataNode's static ReadaheadPool.getInstance(), never shut down:
               + "|Readahead Thread #\\d+"
+              // static java.lang.ref.Cleaner instances (scr-shm Segment, SharedMemoryFd):
+              + "|Cleaner-\\d+"
               // per dfs.client.context, static in ClientContext, no public close:
               + "|org\\.apache\\.hadoop\\.hdfs\\.PeerCache@.*"
               // a DFSClient's renewer outlives its last client by a 60 s grace period:
               + "|LeaseRenewer:.*");
+
+  /** The directory handle of a /proc/self/fd listing itself (ours or a concurrent one). */
+  private static final Pattern SELF_FD_LISTING = Pattern.compile("/proc/\\d+/fd");
 
   private final Map<Long, String> threads;
   private final Map<String, String> fds;
@@ -77,7 +82,10 @@ public final class ResourceSnapshot {
     try (Stream<Path> list = Files.list(dir)) {
       for (Path p : (Iterable<Path>) list::iterator) {
         try {
-          fds.put(p.getFileName().toString(), Files.readSymbolicLink(p).toString());
+          String target = Files.readSymbolicLink(p).toString();
+          if (!SELF_FD_LISTING.matcher(target).matches()) {
+            fds.put(p.getFileName().toString(), target);
+          }
         } catch (IOException e) {
           // the fd closed between list and readlink, or it was the listing's own fd
         }

@@ -1,0 +1,83 @@
+package io.scr.shim;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.PosixFilePermissions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SocketPathSecurityTest {
+  @TempDir Path tmp;
+
+  /** The checks below need a directory whose own ancestors pass; skip where they do not. */
+  private Path secureDir() throws IOException {
+    Path dir = Files.createDirectory(tmp.resolve("secure"));
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+    Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx------"));
+    try {
+      SocketPathSecurity.check(dir.resolve("dn.sock"), SocketPathSecurity.effectiveUid());
+    } catch (SocketPathSecurity.InsecureSocketPathException e) {
+      assumeTrue(false, "an ancestor of the temp dir is itself insecure: " + e.getMessage());
+    }
+    return dir;
+  }
+
+  @Test
+  void worldWritableDirectoryIsNamedWithTheFix() throws IOException {
+    Path dir = secureDir();
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxrwx"));
+    IOException e =
+        assertThrows(
+            IOException.class,
+            () ->
+                SocketPathSecurity.check(
+                    dir.resolve("dn.sock"), SocketPathSecurity.effectiveUid()));
+    assertTrue(e.getMessage().contains(dir + " is world-writable"), e.getMessage());
+    assertTrue(e.getMessage().contains("chmod o-w " + dir), e.getMessage());
+  }
+
+  @Test
+  void tmpItselfFailsLikeStock() {
+    IOException e =
+        assertThrows(
+            IOException.class, () -> SocketPathSecurity.check(Paths.get("/tmp/dn.sock"), 0));
+    assertTrue(e.getMessage().contains("/tmp is world-writable"), e.getMessage());
+  }
+
+  @Test
+  void ownerMustBeRootOrTheDataNodeUser() throws IOException {
+    Path dir = secureDir();
+    int uid = SocketPathSecurity.effectiveUid();
+    assumeTrue(uid == 0, "chown needs root");
+    Files.setAttribute(dir, "unix:uid", 4242);
+    IOException e =
+        assertThrows(IOException.class, () -> SocketPathSecurity.check(dir.resolve("s"), 0));
+    assertTrue(e.getMessage().contains("owned by uid 4242"), e.getMessage());
+    assertTrue(e.getMessage().contains("chown 0 " + dir), e.getMessage());
+    SocketPathSecurity.check(dir.resolve("s"), 4242); // the DataNode user may own it
+  }
+
+  @Test
+  void groupWritableByANonRootGroupFails() throws IOException {
+    Path dir = secureDir();
+    assumeTrue(SocketPathSecurity.effectiveUid() == 0, "chgrp needs root");
+    Files.setAttribute(dir, "unix:gid", 4242);
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxr-x"));
+    IOException e =
+        assertThrows(IOException.class, () -> SocketPathSecurity.check(dir.resolve("s"), 0));
+    assertTrue(e.getMessage().contains("chmod g-w " + dir), e.getMessage());
+  }
+
+  @Test
+  void tooLongAndRelativePathsAreRefused() {
+    assertThrows(
+        IOException.class, () -> SocketPathSecurity.check(Paths.get("/" + "x".repeat(120)), 0));
+    assertThrows(IOException.class, () -> SocketPathSecurity.check(Paths.get("rel/s"), 0));
+  }
+}
