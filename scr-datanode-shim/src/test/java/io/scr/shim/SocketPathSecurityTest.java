@@ -10,10 +10,24 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFilePermissions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.AnnotatedElementContext;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.io.TempDirFactory;
 
 class SocketPathSecurityTest {
-  @TempDir Path tmp;
+  /** Under target/, not /tmp: /tmp is world-writable and would fail every check first. */
+  @TempDir(factory = UnderTarget.class)
+  Path tmp;
+
+  static final class UnderTarget implements TempDirFactory {
+    @Override
+    public Path createTempDirectory(AnnotatedElementContext element, ExtensionContext context)
+        throws IOException {
+      Path target = Files.createDirectories(Paths.get("target").toAbsolutePath());
+      return Files.createTempDirectory(target, "pathsec-");
+    }
+  }
 
   /** The checks below need a directory whose own ancestors pass; skip where they do not. */
   private Path secureDir() throws IOException {
