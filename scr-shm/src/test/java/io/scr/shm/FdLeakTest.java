@@ -1,0 +1,124 @@
+package io.scr.shm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.scr.shm.internal.NativeIo;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Every fd and every mapping scr-shm creates is gone again: /proc/self/fd and maps. */
+class FdLeakTest {
+  private static final String PREFIX = "scr-leak-test";
+
+  @TempDir Path dir;
+
+  @BeforeAll
+  static void warmUp() throws IOException {
+    // Load jnr, jffi and junixsocket (they open their own files once) before taking baselines.
+    NativeIo.ensureAvailable();
+    try (SharedMemoryFd fd = SegmentFactory.newBuilder().build().createFd(64);
+        Segment segment = Segment.map(ShmId.random(), fd.fileDescriptor(), 64)) {
+      segment.slot(0).makeValid();
+    }
+  }
+
+  private static long openFds() throws IOException {
+    try (Stream<Path> fds = Files.list(Paths.get("/proc/self/fd"))) {
+      return fds.count();
+    }
+  }
+
+  private static long mappings() throws IOException {
+    return Files.readAllLines(Paths.get("/proc/self/maps")).stream()
+        .filter(l -> l.contains(PREFIX))
+        .count();
+  }
+
+  @Test
+  void fdsAndMappingsOfSegmentsComeBackToBaseline() throws IOException {
+    long baseline = openFds();
+    SegmentFactory memfd = SegmentFactory.newBuilder().namePrefix(PREFIX).build();
+    SegmentFactory file =
+        SegmentFactory.newBuilder()
+            .useMemfd(false)
+            .fallbackDirectory(dir)
+            .namePrefix(PREFIX)
+            .build();
+    List<Segment> segments = new ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      for (SegmentFactory factory : List.of(memfd, file)) {
+        try (SharedMemoryFd fd = factory.createFd(8192)) {
+          segments.add(Segment.map(ShmId.random(), fd.fileDescriptor(), 8192));
+        }
+      }
+    }
+    assertEquals(baseline, openFds(), "fds are closed as soon as the segments are mapped");
+    assertEquals(200, mappings(), "each mapping keeps its memory");
+    segments.forEach(Segment::close);
+    segments.forEach(Segment::close);
+    assertEquals(0, mappings());
+    for (int i = 0; i < 50; i++) {
+      SegmentFactory broken =
+          SegmentFactory.newBuilder().useMemfd(false).fallbackDirectory(dir.resolve("no")).build();
+      assertThrows(IOException.class, () -> broken.createFd(8192));
+    }
+    assertEquals(baseline, openFds(), "failed creations close what they opened");
+  }
+
+  @Test
+  void aPoolLeavesNoFdOrMappingBehind() throws Exception {
+    long baseline = openFds();
+    SegmentFactory factory = SegmentFactory.newBuilder().namePrefix(PREFIX).build();
+    List<Segment> returned = new ArrayList<>();
+    java.util.concurrent.atomic.AtomicInteger fetched =
+        new java.util.concurrent.atomic.AtomicInteger();
+    SegmentSource source =
+        new SegmentSource() {
+          @Override
+          public Segment fetch() throws IOException {
+            fetched.incrementAndGet();
+            return factory.createSegment(ShmId.random(), 8192);
+          }
+
+          @Override
+          public synchronized void returnSegment(Segment segment) {
+            returned.add(segment);
+            segment.close();
+          }
+        };
+    SlotPool pool =
+        SlotPool.newBuilder("leak", source, slots -> {})
+            .lowWatermark(300)
+            .releaseBatchDelay(Duration.ZERO)
+            .maxAllocationWait(Duration.ofSeconds(10))
+            .build();
+    List<Slot> held = new ArrayList<>();
+    for (int i = 0; i < 1000; i++) {
+      held.add(pool.allocate());
+    }
+    pool.segmentDisconnected(held.get(0).segment().id());
+    for (int i = 0; i < held.size(); i += 2) {
+      pool.release(held.get(i));
+    }
+    pool.close();
+    for (int i = 1; i < held.size(); i += 2) {
+      pool.release(held.get(i));
+    }
+    assertEquals(0, pool.stats().segments());
+    synchronized (source) {
+      assertEquals(fetched.get(), returned.size(), "every segment returned");
+    }
+    assertEquals(0, mappings(), "every segment unmapped");
+    assertEquals(baseline, openFds());
+  }
+}
