@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.testing.MiniDfs;
 import java.io.EOFException;
 import java.io.IOException;
@@ -28,6 +29,7 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.StreamCapabilities;
 import org.apache.hadoop.hdfs.ReadStatistics;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -89,6 +91,17 @@ public abstract class AbstractReadConformanceTest {
     for (int size : sizes) {
       Path path = new Path("/conformance/" + getClass().getSimpleName() + "/f" + size);
       files.put(path, dfs().writeRandomFile(path.toString(), size, random.nextLong()));
+    }
+  }
+
+  /**
+   * The accessor's engine lives as long as its client context; close it before the cluster's leak
+   * check (ScrFileSystem gives its reference back when its file system closes).
+   */
+  @AfterAll
+  void releaseAccessorEngines() {
+    if (paths().contains(ReadPath.SCR_ACCESSOR)) {
+      ScrReplicaAccessorBuilder.releaseAll();
     }
   }
 

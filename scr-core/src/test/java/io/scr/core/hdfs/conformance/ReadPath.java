@@ -89,7 +89,7 @@ public enum ReadPath {
    */
   static void scrSockets(Configuration conf, MiniDfs dfs) {
     if (dfs.mode() == DataNodeMode.SHIM) {
-      conf.set("dfs.domain.socket.path", conf.get(MiniDfs.SHIM_SOCKET_PATH_KEY));
+      conf.set("scr.client.socket.paths", conf.get(MiniDfs.SHIM_SOCKET_PATH_KEY));
     }
   }
 

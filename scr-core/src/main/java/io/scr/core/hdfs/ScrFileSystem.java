@@ -1,0 +1,122 @@
+package io.scr.core.hdfs;
+
+import io.scr.core.ScrClient;
+import java.io.IOException;
+import java.net.URI;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FileSystemLinkResolver;
+import org.apache.hadoop.fs.GlobalStorageStatistics;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.StorageStatistics;
+import org.apache.hadoop.hdfs.DFSClient;
+import org.apache.hadoop.hdfs.DFSInputStream;
+import org.apache.hadoop.hdfs.DFSOpsCountStatistics;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.ScrDfsInputStreamBase;
+import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
+
+/**
+ * A {@link DistributedFileSystem} whose input streams read local, finalized blocks straight from
+ * the replica files (scr integration point 2). Enable it with {@code
+ * fs.hdfs.impl=io.scr.core.hdfs.ScrFileSystem}; nothing else changes for the application.
+ *
+ * <p>{@link #open(Path, int)} returns a real {@code HdfsDataInputStream} wrapping a {@code
+ * DFSInputStream} subclass, so code that checks {@code instanceof HdfsDataInputStream} or {@code
+ * CanUnbuffer} (HBase) and reads {@code getReadStatistics()} sees short-circuit bytes as it does
+ * with stock short-circuit reads. Local finalized blocks are served through the shared {@link
+ * ScrClient}; remote replicas, the block a writer still has open, erasure-coded files and any
+ * short-circuit failure take the stock code path. Everything other than opening files for read is
+ * the stock file system.
+ *
+ * <p>Owns one reference to the {@link ScrClient} of its client context, taken in {@link
+ * #initialize} and given back in {@link #close()}.
+ *
+ * <p>Thread-safety: as {@link DistributedFileSystem}; streams are as thread-safe as stock ones
+ * (concurrent positional reads are supported).
+ */
+public class ScrFileSystem extends DistributedFileSystem {
+  private volatile ScrClient scr;
+  private volatile boolean verifyChecksum = true;
+  private DFSOpsCountStatistics opsCount;
+
+  @Override
+  public void initialize(URI uri, Configuration conf) throws IOException {
+    super.initialize(uri, conf);
+    StorageStatistics ops = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
+    opsCount = ops instanceof DFSOpsCountStatistics ? (DFSOpsCountStatistics) ops : null;
+    scr = ScrClient.acquire(conf);
+  }
+
+  /** The short-circuit engine this file system's streams use. */
+  public ScrClient scrClient() {
+    ScrClient client = scr;
+    if (client == null) {
+      throw new IllegalStateException("ScrFileSystem is not initialized or already closed");
+    }
+    return client;
+  }
+
+  @Override
+  public void setVerifyChecksum(boolean verifyChecksum) {
+    super.setVerifyChecksum(verifyChecksum);
+    this.verifyChecksum = verifyChecksum;
+  }
+
+  @Override
+  public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+    statistics.incrementReadOps(1);
+    if (opsCount != null) {
+      opsCount.incrementOpCounter(DFSOpsCountStatistics.OpType.OPEN);
+    }
+    Path absolute = fixRelativePart(f);
+    return new FileSystemLinkResolver<FSDataInputStream>() {
+      @Override
+      public FSDataInputStream doCall(Path p) throws IOException {
+        return openHere(p, bufferSize);
+      }
+
+      @Override
+      public FSDataInputStream next(FileSystem fs, Path p) throws IOException {
+        return fs.open(p, bufferSize);
+      }
+    }.resolve(this, absolute);
+  }
+
+  private FSDataInputStream openHere(Path p, int bufferSize) throws IOException {
+    DFSClient client = getClient();
+    ScrDfsInputStreamBase.checkOpen(client);
+    String src = ScrDfsInputStreamBase.pathName(this, p);
+    ScrClient engine = scrClient();
+    LocatedBlocks blocks = client.getLocatedBlocks(src, 0);
+    if (blocks == null) {
+      throw new IOException("Cannot open filename " + src);
+    }
+    DFSInputStream in;
+    if (blocks.getErasureCodingPolicy() != null) {
+      in = client.open(src, bufferSize, verifyChecksum); // striped: the stock stream throughout
+    } else {
+      in = new ScrInputStream(client, src, verifyChecksum, blocks, engine);
+    }
+    try {
+      return client.createWrappedInputStream(in);
+    } catch (IOException | RuntimeException e) {
+      in.close();
+      throw e;
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      super.close();
+    } finally {
+      ScrClient client = scr;
+      scr = null;
+      if (client != null) {
+        client.close();
+      }
+    }
+  }
+}

@@ -1,0 +1,417 @@
+package io.scr.core.hdfs;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.core.ReplicaLease;
+import io.scr.core.ScrClient;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.hdfs.DFSClient;
+import org.apache.hadoop.hdfs.ScrDfsInputStreamBase;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The input stream of {@link ScrFileSystem}: a stock {@code DFSInputStream} whose reads of local,
+ * finalized blocks go straight to the replica through {@link ScrClient} (one lease per read, no
+ * BlockReader), and whose every other read — remote replicas, the block being written, a failed or
+ * refused short-circuit read — is the stock stream's own code.
+ *
+ * <p><b>Which way a read goes.</b> Each read looks its offset up in a {@link BlockTable} snapshot
+ * (binary search over arrays; no allocation). A block with a local socket path is read through a
+ * lease; the rest of the range, block by block, goes to the stock pread or stateful read. A read
+ * spanning blocks may mix both; the bytes returned are the same either way.
+ *
+ * <p><b>Refresh.</b> The table is rebuilt when the stock stream replaced its {@code locatedBlocks}
+ * (open-info refresh, periodic location refresh), when a read needs a block the table does not hold
+ * yet (the stock stream fetches it from the NameNode), after a short-circuit failure, and after an
+ * {@code InvalidToken} (the block's locations and token are refetched first).
+ *
+ * <p><b>Failures.</b> A null lease, an I/O error or a {@link ChecksumException} from the replica
+ * sends that read to the stock path, which reports bad replicas and tries others as it always does;
+ * the failed {@link LocatedBlock} is remembered (by identity) so later reads do not retry
+ * short-circuit until the stock stream refreshes its locations. Counted in {@link #fallbacks()} and
+ * {@link #checksumFallbacks()}.
+ *
+ * <p><b>Statistics.</b> Short-circuit bytes are added to the stock {@code ReadStatistics} with
+ * {@code addShortCircuitBytes} (so {@code HdfsDataInputStream.getReadStatistics()} shows them) and
+ * to the file system's {@code FileSystem.Statistics} at distance 0, as a stock local reader would.
+ *
+ * <p><b>Concurrency.</b> Positional reads may run concurrently (HBase does): they share only the
+ * volatile, immutable table and thread-safe counters, and take a lease each. Stateful reads hold
+ * the stream monitor, as stock does. {@code tableLock} serializes rebuilds; lock order is stream
+ * monitor, then {@code tableLock}, then the stock {@code infoLock}. Reading the stock {@code
+ * locatedBlocks} field without {@code infoLock} to detect a replacement is a benign race: a stale
+ * view only delays the rebuild to the next read, and the old table's blocks are still valid.
+ *
+ * <p><b>Resources.</b> Holds no fds or sockets between reads: each lease is closed before the read
+ * returns, and the cached replicas belong to the {@link ScrClient}. {@link #unbuffer()} therefore
+ * releases only the stock block reader and its socket, keeping the engine's cached fds.
+ */
+final class ScrInputStream extends ScrDfsInputStreamBase {
+  private static final Logger LOG = LoggerFactory.getLogger(ScrInputStream.class);
+
+  private final ScrClient scr;
+  private final Object tableLock = new Object();
+
+  @GuardedBy("tableLock")
+  private final Set<LocatedBlock> failed = Collections.newSetFromMap(new IdentityHashMap<>());
+
+  private volatile BlockTable table = BlockTable.EMPTY;
+
+  private final LongAdder shortCircuitReads = new LongAdder();
+  private final LongAdder stockReads = new LongAdder();
+  private final LongAdder fallbacks = new LongAdder();
+  private final LongAdder checksumFallbacks = new LongAdder();
+
+  ScrInputStream(
+      DFSClient client,
+      String src,
+      boolean verifyChecksum,
+      LocatedBlocks locatedBlocks,
+      ScrClient scr)
+      throws IOException {
+    super(client, src, verifyChecksum, locatedBlocks);
+    this.scr = scr;
+  }
+
+  // ------------------------------------------------------------------ positional reads
+
+  @Override
+  public int read(long position, byte[] buffer, int offset, int length) throws IOException {
+    validatePositionedReadArgs(position, buffer, offset, length);
+    if (length == 0) {
+      return 0;
+    }
+    checkReadable();
+    long fileLength = getFileLength();
+    if (position < 0 || position >= fileLength) {
+      return -1;
+    }
+    int wanted = (int) Math.min(length, fileLength - position);
+    int done = 0;
+    while (done < wanted) {
+      long pos = position + done;
+      int remaining = wanted - done;
+      BlockTable t = tableFor(pos);
+      int i = t.indexOf(pos);
+      int n = -1;
+      if (i >= 0) {
+        int segment = (int) Math.min(remaining, t.ends[i] - pos);
+        if (t.socketPaths[i] != null) {
+          n = readLocal(t, i, pos, buffer, offset + done, segment);
+        }
+        if (n <= 0) {
+          n = stockPread(pos, buffer, offset + done, segment);
+        }
+      } else {
+        n = stockPread(pos, buffer, offset + done, remaining);
+      }
+      if (n <= 0) {
+        break;
+      }
+      done += n;
+    }
+    return done > 0 ? done : -1;
+  }
+
+  @Override
+  public int read(long position, ByteBuffer buf) throws IOException {
+    if (!buf.hasRemaining()) {
+      return 0;
+    }
+    checkReadable();
+    long fileLength = getFileLength();
+    if (position < 0 || position >= fileLength) {
+      return -1;
+    }
+    int wanted = (int) Math.min(buf.remaining(), fileLength - position);
+    int limit = buf.limit();
+    int done = 0;
+    try {
+      while (done < wanted) {
+        long pos = position + done;
+        int remaining = wanted - done;
+        BlockTable t = tableFor(pos);
+        int i = t.indexOf(pos);
+        int segment = i >= 0 ? (int) Math.min(remaining, t.ends[i] - pos) : remaining;
+        buf.limit(buf.position() + segment);
+        int n = -1;
+        if (i >= 0 && t.socketPaths[i] != null) {
+          n = readLocal(t, i, pos, buf, segment);
+        }
+        if (n <= 0) {
+          n = stockPread(pos, buf);
+        }
+        if (n <= 0) {
+          break;
+        }
+        done += n;
+      }
+    } finally {
+      buf.limit(limit);
+    }
+    return done > 0 ? done : -1;
+  }
+
+  // readFully(long, ByteBuffer), readFully(long, byte[], int, int) and the default readVectored
+  // all end in the two positional reads above.
+
+  // ------------------------------------------------------------------ stateful reads
+
+  @Override
+  public synchronized int read(byte[] buf, int off, int len) throws IOException {
+    validatePositionedReadArgs(pos, buf, off, len);
+    if (len == 0) {
+      return 0;
+    }
+    checkReadable();
+    if (pos < getFileLength()) {
+      BlockTable t = tableFor(pos);
+      int i = t.indexOf(pos);
+      if (i >= 0 && t.socketPaths[i] != null) {
+        int n = readLocal(t, i, pos, buf, off, (int) Math.min(len, t.ends[i] - pos));
+        if (n > 0) {
+          advance(n);
+          return n;
+        }
+      }
+    }
+    stockReads.increment();
+    return super.read(buf, off, len);
+  }
+
+  @Override
+  public synchronized int read(ByteBuffer buf) throws IOException {
+    if (!buf.hasRemaining()) {
+      return 0;
+    }
+    checkReadable();
+    if (pos < getFileLength()) {
+      BlockTable t = tableFor(pos);
+      int i = t.indexOf(pos);
+      if (i >= 0 && t.socketPaths[i] != null) {
+        int segment = (int) Math.min(buf.remaining(), t.ends[i] - pos);
+        int limit = buf.limit();
+        buf.limit(buf.position() + segment);
+        int n;
+        try {
+          n = readLocal(t, i, pos, buf, segment);
+        } finally {
+          buf.limit(limit);
+        }
+        if (n > 0) {
+          advance(n);
+          return n;
+        }
+      }
+    }
+    stockReads.increment();
+    return super.read(buf);
+  }
+
+  /**
+   * Moves the stateful position past a short-circuit read. A stock block reader positioned
+   * elsewhere must not serve the next stock read, so it is closed (which also frees its socket).
+   */
+  @GuardedBy("this")
+  private void advance(int n) {
+    if (blockEnd != -1) {
+      closeCurrentBlockReaders();
+    }
+    pos += n;
+  }
+
+  // ------------------------------------------------------------------ the two ways
+
+  private int readLocal(BlockTable t, int i, long pos, byte[] buf, int off, int len)
+      throws IOException {
+    ReplicaLease lease = lease(t, i, pos);
+    if (lease == null) {
+      return -1;
+    }
+    long blockOffset = pos - t.starts[i];
+    int done = 0;
+    try {
+      while (done < len) {
+        int n = lease.read(blockOffset + done, buf, off + done, len - done, verifyChecksum);
+        if (n <= 0) {
+          break; // the replica is shorter than the NameNode says: the stock path decides
+        }
+        done += n;
+      }
+    } catch (ChecksumException e) {
+      checksumFallbacks.increment();
+      failed(t, i, e);
+    } catch (IOException e) {
+      failed(t, i, e);
+    } finally {
+      lease.close();
+    }
+    return counted(done);
+  }
+
+  private int readLocal(BlockTable t, int i, long pos, ByteBuffer buf, int len) throws IOException {
+    ReplicaLease lease = lease(t, i, pos);
+    if (lease == null) {
+      return -1;
+    }
+    long blockOffset = pos - t.starts[i];
+    int done = 0;
+    try {
+      while (done < len) {
+        int n = lease.read(blockOffset + done, buf, verifyChecksum);
+        if (n <= 0) {
+          break;
+        }
+        done += n;
+      }
+    } catch (ChecksumException e) {
+      checksumFallbacks.increment();
+      failed(t, i, e);
+    } catch (IOException e) {
+      failed(t, i, e);
+    } finally {
+      lease.close();
+    }
+    return counted(done);
+  }
+
+  private ReplicaLease lease(BlockTable t, int i, long pos) throws IOException {
+    LocatedBlock lb = t.blocks[i];
+    ReplicaLease lease;
+    try {
+      lease = scr.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
+    } catch (InvalidToken e) {
+      // Refetch the block's locations and token; this read goes stock, the next uses the new one.
+      LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
+      fetchBlockAt(pos);
+      rebuild(null);
+      fallbacks.increment();
+      return null;
+    } catch (IOException e) {
+      failed(t, i, e);
+      return null;
+    }
+    if (lease == null) {
+      failed(t, i, null);
+    }
+    return lease;
+  }
+
+  private int counted(int done) {
+    if (done > 0) {
+      shortCircuitReads.increment();
+      readStatistics.addShortCircuitBytes(done);
+      countLocalFileSystemRead(done);
+      return done;
+    }
+    return -1;
+  }
+
+  private int stockPread(long pos, byte[] buf, int off, int len) throws IOException {
+    stockReads.increment();
+    return super.read(pos, buf, off, len);
+  }
+
+  private int stockPread(long pos, ByteBuffer buf) throws IOException {
+    stockReads.increment();
+    return super.read(pos, buf);
+  }
+
+  /** Remembers that short-circuit reading {@code t.blocks[i]} failed and rebuilds the table. */
+  private void failed(BlockTable t, int i, IOException cause) {
+    fallbacks.increment();
+    if (cause != null) {
+      LOG.debug(
+          "Short-circuit read of {} in {} failed; reading it the stock way",
+          t.blocks[i],
+          src,
+          cause);
+    }
+    synchronized (tableLock) {
+      failed.add(t.blocks[i]);
+    }
+    rebuild(null);
+  }
+
+  // ------------------------------------------------------------------ the block table
+
+  private void checkReadable() throws IOException {
+    checkClientOpen();
+    if (closed.get()) {
+      throw new IOException("Stream closed");
+    }
+  }
+
+  /** The current table, rebuilt first if the stock stream replaced its block list or lacks pos. */
+  private BlockTable tableFor(long pos) throws IOException {
+    BlockTable t = table;
+    if (t.source == locatedBlocks && t.indexOf(pos) >= 0) {
+      return t;
+    }
+    if (t.indexOf(pos) < 0 && pos < getFileLength()) {
+      getBlockAt(pos); // fetches the range from the NameNode into the stock block list
+    }
+    return rebuild(t);
+  }
+
+  /**
+   * Rebuilds the table, unless another thread already replaced {@code seen} with one built from the
+   * current block list; {@code seen == null} forces the rebuild.
+   */
+  private BlockTable rebuild(BlockTable seen) {
+    synchronized (tableLock) {
+      BlockTable current = table;
+      if (seen != null && current != seen && current.source == locatedBlocks) {
+        return current;
+      }
+      BlockTable fresh;
+      synchronized (infoLock) {
+        if (!failed.isEmpty()) {
+          // Instances no longer in the block list were refreshed: forget their failures.
+          Set<LocatedBlock> listed = Collections.newSetFromMap(new IdentityHashMap<>());
+          listed.addAll(locatedBlocks.getLocatedBlocks());
+          failed.retainAll(listed);
+        }
+        fresh = BlockTable.build(locatedBlocks, scr, failed);
+      }
+      table = fresh;
+      return fresh;
+    }
+  }
+
+  // ------------------------------------------------------------------ diagnostics
+
+  /** Reads (or read segments) served by short-circuit. */
+  long shortCircuitReads() {
+    return shortCircuitReads.sum();
+  }
+
+  /** Reads (or read segments) handed to the stock stream. */
+  long stockReads() {
+    return stockReads.sum();
+  }
+
+  /** Short-circuit attempts that failed or were refused and went stock. */
+  long fallbacks() {
+    return fallbacks.sum();
+  }
+
+  /** Of {@link #fallbacks()}, those caused by a checksum mismatch. */
+  long checksumFallbacks() {
+    return checksumFallbacks.sum();
+  }
+
+  /** Blocks the current table short-circuits. */
+  int localBlockCount() {
+    return table.localBlockCount();
+  }
+}

@@ -1,0 +1,214 @@
+package io.scr.core.hdfs;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.ArgumentMatchers.anyBoolean;
+import static org.mockito.ArgumentMatchers.anyInt;
+import static org.mockito.ArgumentMatchers.anyLong;
+import static org.mockito.ArgumentMatchers.anyString;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.never;
+import static org.mockito.Mockito.verify;
+import static org.mockito.Mockito.when;
+
+import io.scr.core.FallbackReason;
+import io.scr.core.ReplicaLease;
+import io.scr.core.ScrClient;
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.MiniDfsExtension;
+import java.io.IOException;
+import java.util.Random;
+import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DFSClient;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Which way {@link ScrFileSystem}'s stream sends each read: local finalized blocks through scr, and
+ * to the stock stream the block being written, non-local replicas, a missing socket, checksum
+ * failures and expired tokens — always with the written bytes as the result.
+ */
+class ScrFileSystemTest {
+  private static final int BLOCK = 64 * 1024;
+
+  @RegisterExtension
+  static final MiniDfsExtension DFS =
+      MiniDfs.builder().blockSize(BLOCK).mode(DataNodeMode.STOCK_SCR).buildExtension();
+
+  private static ScrFileSystem scrFileSystem(String context, String socketPaths) {
+    return DFS.dfs()
+        .newFileSystem(
+            c -> {
+              c.set("fs.hdfs.impl", ScrFileSystem.class.getName());
+              if (context != null) {
+                c.set("scr.client.context", context);
+              }
+              if (socketPaths != null) {
+                c.set("scr.client.socket.paths", socketPaths);
+              }
+            });
+  }
+
+  private static ScrInputStream unwrap(FSDataInputStream in) {
+    return (ScrInputStream) ((HdfsDataInputStream) in).getWrappedStream();
+  }
+
+  @Test
+  void localFinalizedBlocksAreServedByScrNotStock() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/local", 3 * BLOCK + 1000, 1);
+    ScrFileSystem fs = scrFileSystem(null, null);
+    try (FSDataInputStream in = fs.open(new Path("/fs/local"))) {
+      ScrInputStream stream = unwrap(in);
+      byte[] all = new byte[data.length];
+      in.readFully(0, all);
+      in.seek(100);
+      byte[] some = new byte[BLOCK];
+      in.readFully(some);
+      assertArrayEquals(data, all);
+      assertArrayEquals(slice(data, 100, BLOCK), some);
+      assertEquals(4, stream.localBlockCount());
+      assertTrue(
+          stream.shortCircuitReads() >= 4, "short-circuit reads " + stream.shortCircuitReads());
+      assertEquals(0, stream.stockReads(), "no read may go the stock way");
+      assertEquals(0, stream.fallbacks());
+      long total = data.length + BLOCK;
+      assertEquals(
+          total, ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead());
+      assertTrue(fs.scrClient().cacheStats().toString().length() > 0);
+    }
+  }
+
+  @Test
+  void fileBeingWrittenShortCircuitsFinalizedBlocksAndReadsTheTailStock() throws IOException {
+    byte[] data = new byte[2 * BLOCK + BLOCK / 2];
+    new Random(2).nextBytes(data);
+    Path path = new Path("/fs/being-written");
+    DistributedFileSystem writerFs = DFS.dfs().fileSystem();
+    ScrFileSystem fs = scrFileSystem(null, null);
+    try (FSDataOutputStream out = writerFs.create(path)) {
+      out.write(data);
+      out.hflush();
+      try (FSDataInputStream in = fs.open(path)) {
+        ScrInputStream stream = unwrap(in);
+        assertEquals(data.length, stream.getFileLength());
+        byte[] all = new byte[data.length];
+        in.readFully(0, all);
+        assertArrayEquals(data, all);
+        assertEquals(2, stream.localBlockCount(), "only the two finalized blocks short-circuit");
+        assertTrue(stream.stockReads() > 0, "the tail is read by the stock stream");
+        // Stock forbids its own short-circuit reads for files being written: the tail is TCP.
+        assertEquals(
+            2L * BLOCK,
+            ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead());
+        assertEquals(
+            data.length, ((HdfsDataInputStream) in).getReadStatistics().getTotalBytesRead());
+      }
+    }
+    try (FSDataInputStream in = fs.open(path)) {
+      byte[] all = new byte[data.length];
+      in.readFully(0, all);
+      assertArrayEquals(data, all);
+      assertEquals(3, unwrap(in).localBlockCount(), "closed: every block is finalized");
+    }
+  }
+
+  @Test
+  void missingSocketFallsBackToStock() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/missing-socket", 2 * BLOCK + 5, 3);
+    String missing = DFS.dfs().socketDir().resolve("absent._PORT.sock").toString();
+    ScrFileSystem fs = scrFileSystem("missing-socket-" + System.nanoTime(), missing);
+    try (FSDataInputStream in = fs.open(new Path("/fs/missing-socket"))) {
+      ScrInputStream stream = unwrap(in);
+      byte[] all = new byte[data.length];
+      in.readFully(0, all);
+      in.readFully(0, all);
+      assertArrayEquals(data, all);
+      assertEquals(0, stream.shortCircuitReads());
+      assertTrue(stream.fallbacks() >= 1, "fallbacks " + stream.fallbacks());
+      assertTrue(stream.stockReads() >= 3);
+      assertTrue(
+          fs.scrClient().fallbackCount(FallbackReason.CONNECT_FAILED) >= 1,
+          "connect failures counted");
+    }
+  }
+
+  @Test
+  void nonLocalReplicaIsReadByStockWithoutAskingForALease() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/remote", BLOCK + 7, 4);
+    ScrClient scr = mock(ScrClient.class);
+    when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn(null);
+    try (ScrInputStream in = open("/fs/remote", scr)) {
+      byte[] all = new byte[data.length];
+      in.readFully(0, all);
+      assertArrayEquals(data, all);
+      assertEquals(0, in.localBlockCount());
+      assertTrue(in.stockReads() >= 2);
+      verify(scr, never()).lease(any(), any(), anyString(), any());
+      verify(scr, never()).lease(any(), any(), anyString());
+    }
+  }
+
+  @Test
+  void checksumFailureGoesStockOncePerBlockAndIsCounted() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/corrupt", 2 * BLOCK, 5);
+    ScrClient scr = mock(ScrClient.class);
+    ReplicaLease lease = mock(ReplicaLease.class);
+    when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn("/nowhere");
+    when(scr.lease(any(ExtendedBlock.class), any(), anyString(), any())).thenReturn(lease);
+    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+        .thenThrow(new ChecksumException("injected", 0));
+    try (ScrInputStream in = open("/fs/corrupt", scr)) {
+      byte[] all = new byte[data.length];
+      for (int i = 0; i < 3; i++) {
+        in.readFully(0, all);
+        assertArrayEquals(data, all);
+      }
+      assertEquals(2, in.checksumFallbacks(), "one per block, then the block stays stock");
+      assertEquals(0, in.localBlockCount());
+      verify(lease, org.mockito.Mockito.times(2)).close();
+    }
+  }
+
+  @Test
+  void expiredTokenRefetchesLocationsAndReadsStock() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/token", BLOCK, 6);
+    ScrClient scr = mock(ScrClient.class);
+    when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn("/nowhere");
+    when(scr.lease(any(ExtendedBlock.class), any(), anyString(), any()))
+        .thenThrow(new InvalidToken("injected"))
+        .thenReturn(null);
+    try (ScrInputStream in = open("/fs/token", scr)) {
+      byte[] all = new byte[data.length];
+      in.readFully(0, all);
+      assertArrayEquals(data, all);
+      assertEquals(1, in.fallbacks());
+      assertEquals(1, in.localBlockCount(), "a refreshed token is tried again");
+      in.readFully(0, all);
+      assertArrayEquals(data, all);
+      assertEquals(2, in.fallbacks());
+      assertEquals(0, in.localBlockCount(), "a null lease keeps the block stock");
+    }
+  }
+
+  private static ScrInputStream open(String src, ScrClient scr) throws IOException {
+    DFSClient client = DFS.dfs().fileSystem().getClient();
+    return new ScrInputStream(client, src, true, client.getLocatedBlocks(src, 0), scr);
+  }
+
+  private static byte[] slice(byte[] data, int pos, int len) {
+    byte[] out = new byte[len];
+    System.arraycopy(data, pos, out, 0, len);
+    return out;
+  }
+}
