@@ -48,6 +48,27 @@ public interface LeaseCache<K, V extends CachedValue> extends AutoCloseable {
   Lease<V> lease(K key, ValueLoader<? super K, ? extends V> loader) throws IOException;
 
   /**
+   * As {@link #lease(Object, ValueLoader)}, but opens the caller's closed {@code into} instead of
+   * allocating a lease: a hit allocates nothing. On return {@code into} is open; on an exception it
+   * stays closed.
+   *
+   * @throws IllegalStateException if {@code into} is open
+   */
+  void lease(K key, ValueLoader<? super K, ? extends V> loader, ReusableLease<V> into)
+      throws IOException;
+
+  /**
+   * Opens the caller's closed {@code into} on the cached value for {@code key} if there is one that
+   * is loaded, valid and not retired (counted as a hit), and returns true; otherwise returns false
+   * and changes nothing (no miss is counted, nothing is loaded, stale values are left for {@link
+   * #lease}). Lock-free and allocation-free. The key is only looked up, never stored, so the caller
+   * may pass a mutable lookup key that it reuses.
+   *
+   * @throws IllegalStateException if {@code into} is open
+   */
+  boolean leaseIfPresent(K key, ReusableLease<V> into);
+
+  /**
    * Removes the entry for {@code key}, if any. Its value is closed once no lease holds it; open
    * leases keep working. A load of the key in progress completes for its callers but is not cached.
    */

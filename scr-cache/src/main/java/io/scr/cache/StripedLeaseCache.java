@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  *       reads counters one by one.
  * </ul>
  */
-final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K, V> {
+final class StripedLeaseCache<K, V extends CachedValue>
+    implements LeaseCache<K, V>, ReusableLease.NodeReleaser {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseCache.class);
 
   private final LeaseCacheConfig config;
@@ -142,18 +143,51 @@ final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K,
   @Override
   public Lease<V> lease(K key, ValueLoader<? super K, ? extends V> loader) throws IOException {
     // Kept small so it inlines into the caller and the lease can be scalar-replaced.
+    Node<K, V> n = acquireIfPresent(key);
+    return new NodeLease(n != null ? n : leaseSlow(key, loader));
+  }
+
+  @Override
+  public void lease(K key, ValueLoader<? super K, ? extends V> loader, ReusableLease<V> into)
+      throws IOException {
+    into.checkClosed();
+    Node<K, V> n = acquireIfPresent(key);
+    into.open(this, n != null ? n : leaseSlow(key, loader));
+  }
+
+  @Override
+  public boolean leaseIfPresent(K key, ReusableLease<V> into) {
+    into.checkClosed();
+    Node<K, V> n = acquireIfPresent(key);
+    if (n == null) {
+      return false;
+    }
+    into.open(this, n);
+    return true;
+  }
+
+  /** The hit path: a leased node holding a valid value, or null (nothing changed). */
+  private Node<K, V> acquireIfPresent(K key) {
     Node<K, V> n = map.get(key);
     if (n != null) {
       V v = n.value;
       if (v != null && v.isValid() && n.tryAcquire()) {
         hits.increment();
-        return new NodeLease(n);
+        return n;
       }
     }
-    return leaseSlow(key, loader);
+    return null;
   }
 
-  private Lease<V> leaseSlow(K key, ValueLoader<? super K, ? extends V> loader) throws IOException {
+  @Override
+  @SuppressWarnings("unchecked")
+  public void releaseNode(Node<?, ?> n) {
+    release((Node<K, V>) n); // a reusable lease only ever holds nodes of the cache that opened it
+  }
+
+  /** The miss path: returns the node, leased for the caller, loading it if needed. */
+  private Node<K, V> leaseSlow(K key, ValueLoader<? super K, ? extends V> loader)
+      throws IOException {
     misses.increment();
     thrash.missedKeys.offer(key.hashCode());
     for (; ; ) {
@@ -176,7 +210,7 @@ final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K,
       V v = n.value;
       if (v != null && n.tryAcquire()) {
         if (v.isValid()) {
-          return new NodeLease(n);
+          return n;
         }
         retire(n, RemovalCause.STALE);
         release(n);
@@ -204,7 +238,7 @@ final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K,
     }
   }
 
-  private Lease<V> load(Node<K, V> fresh, ValueLoader<? super K, ? extends V> loader)
+  private Node<K, V> load(Node<K, V> fresh, ValueLoader<? super K, ? extends V> loader)
       throws IOException {
     K key = fresh.key;
     int reserved = config.typicalFdCost();
@@ -221,7 +255,7 @@ final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K,
       if (v == null) {
         throw new NullPointerException("the loader returned null for " + key);
       }
-    } catch (IOException | RuntimeException | Error e) {
+    } catch (Throwable e) { // even a sneaky checked exception must not leave waiters hanging
       recordLoadTime(System.nanoTime() - start);
       unreserve(reserved);
       failLoad(fresh, e);
@@ -245,7 +279,9 @@ final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K,
       unreserve(reserved);
       fresh.fdCost = 0;
       failLoad(fresh, e);
-      closeQuietly(v, key); // never cached nor leased
+      // Never published, leased or counted: closed here, outside every lock, rather than queued
+      // for the closer, whose accounting would briefly count fds the budget refused.
+      closeQuietly(v, key);
       throw e instanceof IOException
           ? (IOException) e
           : new LeaseLoadException("loading " + key + " failed: " + e, e);
@@ -277,7 +313,7 @@ final class StripedLeaseCache<K, V extends CachedValue> implements LeaseCache<K,
     if (entries.get() > capacity) {
       evictForSize(s.index);
     }
-    return new NodeLease(fresh);
+    return fresh;
   }
 
   private void failLoad(Node<K, V> fresh, Throwable cause) {

@@ -197,6 +197,28 @@ class LeaseCacheTest {
   }
 
   @Test
+  void sneakyCheckedExceptionFromLoaderDoesNotStrandTheKey() throws IOException {
+    create(config());
+    LeaseLoadException e =
+        assertThrows(
+            LeaseLoadException.class,
+            () -> cache.lease("a", k -> LeaseCacheTest.<TestValue>sneakyThrow(new Exception("x"))));
+    assertEquals("x", e.getCause().getMessage());
+    leaseAndRelease("a"); // the key is not stuck in the loading state
+    assertEquals(1, cache.stats().entryCount());
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> T sneakyThrow(Throwable t) {
+    return LeaseCacheTest.<T, RuntimeException>sneak(t);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T, E extends Throwable> T sneak(Throwable t) throws E {
+    throw (E) t;
+  }
+
+  @Test
   void interruptedWaiterLeavesTheCacheIntact() throws Exception {
     create(config());
     CountDownLatch loaderStarted = new CountDownLatch(1);
