@@ -13,6 +13,7 @@ import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
 import io.scr.testing.ResourceSnapshot;
 import io.scr.testing.StockNative;
+import java.io.ByteArrayOutputStream;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.lang.reflect.Field;
@@ -29,10 +30,16 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BaseHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmIdProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmSlotProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenSecretManager;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
@@ -41,6 +48,8 @@ import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitShm;
 import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitShm.SlotId;
 import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.thirdparty.protobuf.CodedOutputStream;
+import org.apache.hadoop.thirdparty.protobuf.MessageLite;
 import org.apache.hadoop.util.ServicePlugin;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -476,5 +485,81 @@ class ShimClusterTest {
     assertTrue(tookMs <= 10 * INVALIDATION_MS + 1000, "invalidation took " + tookMs + " ms");
     assertTrue(plugin().counters().get("slots_invalidated") >= slots.size());
     assertTrue(plugin().registry().watched(key).isEmpty());
+  }
+
+  static byte[] extensionFrame(int subOp, MessageLite... messages) throws IOException {
+    ByteArrayOutputStream body = new ByteArrayOutputStream();
+    body.write(subOp);
+    for (MessageLite m : messages) {
+      m.writeDelimitedTo(body);
+    }
+    ByteArrayOutputStream frame = new ByteArrayOutputStream();
+    frame.write(new byte[] {0x00, 0x1C, 0x7F});
+    CodedOutputStream cos = CodedOutputStream.newInstance(frame);
+    cos.writeUInt32NoTag(body.size());
+    cos.flush();
+    body.writeTo(frame);
+    return frame.toByteArray();
+  }
+
+  @Test
+  void extensionsBatchFdRequestsAndReleasesWhenAskedFor() throws Exception {
+    assertTrue(plugin().awaitServing(30_000));
+    LocatedBlock a = firstBlock("/modec/ext-a", 3000, 11);
+    LocatedBlock b = firstBlock("/modec/ext-b", 5000, 12);
+    try (RawPeer p = new RawPeer(socket())) {
+      p.writeRaw(extensionFrame(ShortCircuitService.EXT_HELLO));
+      BlockOpResponseProto hello = p.readBlockOpResponse();
+      assertEquals(Status.SUCCESS, hello.getStatus());
+      assertEquals(ShortCircuitService.EXT_ADVERTISEMENT, hello.getMessage());
+
+      OpRequestShortCircuitAccessProto.Builder req =
+          OpRequestShortCircuitAccessProto.newBuilder().setMaxVersion(1);
+      OpRequestShortCircuitAccessProto ra =
+          req.clone()
+              .setHeader(header(a.getBlock(), a.getBlockToken()))
+              .setSupportsReceiptVerification(true)
+              .build();
+      ExtendedBlock missing = new ExtendedBlock(b.getBlock());
+      missing.setGenerationStamp(missing.getGenerationStamp() + 1);
+      OpRequestShortCircuitAccessProto rm =
+          req.clone().setHeader(header(missing, tokenFor(missing, 600_000))).build();
+      OpRequestShortCircuitAccessProto rb =
+          req.clone().setHeader(header(b.getBlock(), b.getBlockToken())).build();
+      p.writeRaw(extensionFrame(ShortCircuitService.EXT_BATCH_FDS, ra, rm, rb));
+      assertEquals(Status.SUCCESS, p.readBlockOpResponse().getStatus());
+      assertEquals(Status.ERROR, p.readBlockOpResponse().getStatus());
+      assertEquals(Status.SUCCESS, p.readBlockOpResponse().getStatus());
+      FileInputStream[] fds = new FileInputStream[4];
+      assertEquals(1, p.receiveFds(fds), "one message, receipt requested by one item");
+      try {
+        assertEquals(3000, fds[0].getChannel().size());
+        assertEquals(5000, fds[2].getChannel().size());
+        assertNotNull(fds[1]);
+        assertNotNull(fds[3]);
+      } finally {
+        RawPeer.closeAll(fds);
+      }
+      p.socket.getOutputStream().write(0);
+
+      ShortCircuitShmSlotProto nowhere =
+          ShortCircuitShmSlotProto.newBuilder()
+              .setShmId(ShortCircuitShmIdProto.newBuilder().setHi(5).setLo(6))
+              .setSlotIdx(1)
+              .build();
+      ReleaseShortCircuitAccessRequestProto rel =
+          ReleaseShortCircuitAccessRequestProto.newBuilder().setSlotId(nowhere).build();
+      p.writeRaw(extensionFrame(ShortCircuitService.EXT_BATCH_RELEASE, rel, rel));
+      assertEquals(Status.ERROR_INVALID, p.readReleaseResponse().getStatus());
+      assertEquals(Status.ERROR_INVALID, p.readReleaseResponse().getStatus());
+    }
+    assertTrue(plugin().counters().get("requests.ext_batch_fds.success") >= 1);
+  }
+
+  static BaseHeaderProto header(ExtendedBlock blk, Token<BlockTokenIdentifier> token) {
+    return BaseHeaderProto.newBuilder()
+        .setBlock(PBHelperClient.convert(blk))
+        .setToken(PBHelperClient.convert(token))
+        .build();
   }
 }
