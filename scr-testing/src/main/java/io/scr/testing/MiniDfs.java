@@ -56,6 +56,9 @@ public final class MiniDfs implements AutoCloseable {
   static final String SHIM_PLUGIN_CLASS = "io.scr.shim.ScrShimPlugin";
   private static final AtomicInteger CLUSTER_IDS = new AtomicInteger();
 
+  /** Clusters started and not yet closed in this JVM. */
+  private static final AtomicInteger LIVE_CLUSTERS = new AtomicInteger();
+
   /** sun_path holds 107 bytes on Linux; leave room for "dn.65535.sock". */
   private static final int MAX_SOCKET_DIR_LENGTH = 80;
 
@@ -160,6 +163,7 @@ public final class MiniDfs implements AutoCloseable {
         new MiniDFSCluster.Builder(new Configuration(conf), baseDir.toFile())
             .numDataNodes(spec.dataNodes)
             .build();
+    LIVE_CLUSTERS.incrementAndGet();
     cluster.waitActive();
     if (spec.mode == DataNodeMode.SHIM) {
       awaitShimSockets();
@@ -308,11 +312,29 @@ public final class MiniDfs implements AutoCloseable {
     closeShortCircuitCaches();
     if (cluster != null) {
       cluster.shutdown(true);
+      if (LIVE_CLUSTERS.decrementAndGet() == 0) {
+        stopOrphanedCommandProcessors();
+      }
     }
     deleteRecursively(socketDir);
     deleteRecursively(baseDir);
     if (failure != null) {
       throw new UncheckedIOException("closing a test file system failed", failure);
+    }
+  }
+
+  /**
+   * A DataNode's {@code BPServiceActor} stops its "Command processor" thread by interrupting it;
+   * under load the interrupt can reach the thread before it started (a no-op in Java), and the
+   * thread then waits on its queue forever (Hadoop 3.4.2, seen in CI on 2 busy cores). Interrupt
+   * what the shut-down DataNodes left, so one test class's Hadoop race is not the next one's leak.
+   * Only called when no other cluster runs in this JVM, whose processors must keep running.
+   */
+  private static void stopOrphanedCommandProcessors() {
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.getName().equals("Command processor") && t.isAlive()) {
+        t.interrupt();
+      }
     }
   }
 
