@@ -35,8 +35,8 @@ import org.slf4j.LoggerFactory;
  * <em>maintenance</em> thread collects pending bits, tells the DataNode through the {@link
  * SlotReleaser} (one call per segment per batch), and only then frees the bits, because the
  * DataNode rejects a slot it still has registered. A separate <em>refill</em> thread calls {@link
- * SegmentSource#fetch()} whenever free plus pending slots fall below the low watermark, so readers
- * never wait for a segment to load while slots are free.
+ * SegmentSource#fetch()} whenever free plus pending slots fall below the low watermark, or a caller
+ * waits on an empty pool, so readers never wait for a segment to load while slots are free.
  *
  * <p><b>Concurrency contract.</b> Allocation and release are lock-free. {@code structureLock}
  * guards segment membership and state transitions (adopting, retiring, killing, returning); only
@@ -591,7 +591,9 @@ public final class SlotPool implements AutoCloseable {
     }
     int free = freeSlots();
     int pending = pendingSlots();
-    return free + pending < lowWatermark || (waiters.get() > 0 && free == 0 && pending == 0);
+    // A caller waiting on an empty pool while releases are still in flight means the pool is too
+    // small for the release round trip (or the maintenance thread is starved of CPU): grow it.
+    return free + pending < lowWatermark || (waiters.get() > 0 && free == 0);
   }
 
   private void refillLoop() {
