@@ -1,0 +1,253 @@
+package io.scr.it.hbase;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.HBaseTestingUtility;
+import org.apache.hadoop.hbase.StartMiniClusterOption;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
+import org.apache.hadoop.hbase.client.Scan;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.fs.HFileSystem;
+import org.apache.hadoop.hbase.io.FSDataInputStreamWrapper;
+import org.apache.hadoop.hbase.regionserver.HRegion;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.util.NativeCodeLoader;
+import org.apache.hadoop.util.ServicePlugin;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * An HBase mini cluster (one RegionServer, one DataNode) with scr enabled only through
+ * configuration, exactly the keys a user puts in {@code hbase-site.xml} (RegionServer) and {@code
+ * hdfs-site.xml} (DataNode): the DataNode loads the scr shim, the RegionServer reads through {@code
+ * ScrFileSystem}, and no libhadoop is loaded in this JVM, so stock short-circuit reads are
+ * impossible and every short-circuit byte counted is scr's. Loads rows, flushes, major-compacts,
+ * then checks random gets and scans against the loaded values and HBase's own read statistics.
+ *
+ * <p>The tests run in order on one cluster (a start costs 20 to 30 s).
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class HBaseScrTest {
+  private static final TableName TABLE = TableName.valueOf("scr_it");
+  private static final byte[] CF = Bytes.toBytes("f");
+  private static final byte[] Q = Bytes.toBytes("q");
+  private static final int ROWS = 12_000;
+  private static final int VALUE = 700;
+
+  private static Path socketDir;
+  private static HBaseTestingUtility util;
+
+  @BeforeAll
+  static void startCluster() throws Exception {
+    // sun_path holds 107 bytes: keep the socket under /tmp, created before the cluster starts.
+    socketDir = Files.createTempDirectory(Paths.get("/tmp"), "scr-hbase-");
+    String socket = socketDir.resolve("scr._PORT.sock").toString();
+
+    Configuration conf = HBaseConfiguration.create();
+    // hdfs-site.xml of the DataNode: the shim serves short-circuit reads without libhadoop.
+    conf.set("dfs.datanode.plugins", "io.scr.shim.ScrShimPlugin");
+    conf.set("scr.shim.socket.path", socket);
+    // TEST ONLY: temporary directories fail the shim's socket path security check.
+    conf.setBoolean("scr.shim.socket.path.validation.skip.test-only", true);
+    // hbase-site.xml of the RegionServer: the stock DistributedFileSystem asks scr's replica
+    // accessor first for every block. Stock short-circuit reads stay off (hbase-default.xml blanks
+    // dfs.client.read.shortcircuit and dfs.domain.socket.path anyway), so the RegionServer needs no
+    // libhadoop; scr finds the DataNode's shim socket through scr.client.socket.paths.
+    conf.set(
+        "dfs.client.replica.accessor.builder.classes",
+        "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
+    conf.set("scr.client.socket.paths", socket);
+    // Several HDFS blocks per HFile, so reads cross block boundaries.
+    conf.setLong("dfs.blocksize", 2L << 20);
+
+    util = new HBaseTestingUtility(conf);
+    util.startMiniCluster(
+        StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).numDataNodes(1).build());
+    awaitShim(util.getDFSCluster().getDataNodes().get(0));
+  }
+
+  @AfterAll
+  static void stopCluster() throws Exception {
+    try {
+      Class.forName("io.scr.core.hdfs.ScrReplicaAccessorBuilder")
+          .getMethod("releaseAll")
+          .invoke(null);
+      if (util != null) {
+        util.shutdownMiniCluster();
+      }
+    } finally {
+      if (socketDir != null) {
+        try (Stream<Path> files = Files.walk(socketDir)) {
+          for (Path p : (Iterable<Path>) files.sorted(Comparator.reverseOrder())::iterator) {
+            Files.deleteIfExists(p);
+          }
+        }
+      }
+    }
+  }
+
+  /** Waits on the shim's own serving latch (it binds once the DataNode's dataset exists). */
+  private static void awaitShim(DataNode dn) throws Exception {
+    Field f = DataNode.class.getDeclaredField("plugins");
+    f.setAccessible(true);
+    @SuppressWarnings("unchecked")
+    List<ServicePlugin> plugins = (List<ServicePlugin>) f.get(dn);
+    ServicePlugin shim = null;
+    for (ServicePlugin p : plugins) {
+      if (p.getClass().getName().equals("io.scr.shim.ScrShimPlugin")) {
+        shim = p;
+      }
+    }
+    assertNotNull(shim, "the DataNode loaded io.scr.shim.ScrShimPlugin from dfs.datanode.plugins");
+    boolean serving =
+        (Boolean) shim.getClass().getMethod("awaitServing", long.class).invoke(shim, 30_000L);
+    assertTrue(serving, "shim not serving: " + shim.getClass().getMethod("failure").invoke(shim));
+  }
+
+  private static byte[] row(int i) {
+    return Bytes.toBytes(String.format("row-%08d", i));
+  }
+
+  /**
+   * Rows divisible by 7 are overwritten after the first flush, so compaction must pick the newer.
+   */
+  private static byte[] value(int i, int version) {
+    byte[] v = new byte[VALUE];
+    new Random(i * 31L + version).nextBytes(v);
+    return v;
+  }
+
+  private static byte[] expected(int i) {
+    return value(i, i % 7 == 0 ? 2 : 1);
+  }
+
+  @Test
+  @Order(1)
+  void regionServerKeepsTheStockFileSystemWithScrsAccessorAndNoLibhadoop() throws IOException {
+    HFileSystem fs = (HFileSystem) util.getHBaseCluster().getRegionServer(0).getFileSystem();
+    assertEquals(
+        "org.apache.hadoop.hdfs.DistributedFileSystem", fs.getBackingFs().getClass().getName());
+    assertEquals(
+        "io.scr.core.hdfs.ScrReplicaAccessorBuilder",
+        fs.getConf().get("dfs.client.replica.accessor.builder.classes"));
+    assertFalse(NativeCodeLoader.isNativeCodeLoaded(), "this test must run without libhadoop");
+  }
+
+  @Test
+  @Order(2)
+  void loadFlushAndMajorCompact() throws Exception {
+    util.getAdmin()
+        .createTable(
+            TableDescriptorBuilder.newBuilder(TABLE)
+                .setColumnFamily(
+                    // Data blocks bypass the block cache: every get and scan reads HDFS.
+                    ColumnFamilyDescriptorBuilder.newBuilder(CF)
+                        .setBlockCacheEnabled(false)
+                        .build())
+                .build());
+    try (Table t = util.getConnection().getTable(TABLE)) {
+      put(t, 0, ROWS / 2, i -> value(i, 1));
+      util.flush(TABLE);
+      put(t, ROWS / 2, ROWS, i -> value(i, 1));
+      List<Put> overwrites = new ArrayList<>();
+      for (int i = 0; i < ROWS; i += 7) {
+        overwrites.add(new Put(row(i)).addColumn(CF, Q, value(i, 2)));
+      }
+      t.put(overwrites);
+      util.flush(TABLE);
+    }
+    HRegion region = util.getHBaseCluster().getRegions(TABLE).get(0);
+    assertEquals(2, region.getStore(CF).getStorefilesCount());
+    long scBefore = FSDataInputStreamWrapper.getShortCircuitBytesRead();
+    region.compact(true); // synchronous major compaction; its readers close when it ends
+    assertEquals(1, region.getStore(CF).getStorefilesCount());
+    assertTrue(
+        FSDataInputStreamWrapper.getShortCircuitBytesRead() > scBefore,
+        "the compaction read its inputs short-circuit");
+  }
+
+  @Test
+  @Order(3)
+  void randomGetsAndScansReturnTheLoadedValuesThroughShortCircuitReads() throws Exception {
+    long scBefore = FSDataInputStreamWrapper.getShortCircuitBytesRead();
+    long totalBefore = FSDataInputStreamWrapper.getTotalBytesRead();
+    try (Table t = util.getConnection().getTable(TABLE)) {
+      Random rnd = new Random(3);
+      for (int n = 0; n < 1500; n++) {
+        int i = rnd.nextInt(ROWS);
+        Result r = t.get(new Get(row(i)));
+        assertArrayEquals(expected(i), r.getValue(CF, Q), "row " + i);
+      }
+      int i = 0;
+      try (ResultScanner s = t.getScanner(new Scan().addFamily(CF))) {
+        for (Result r : s) {
+          assertArrayEquals(row(i), r.getRow());
+          assertArrayEquals(expected(i), r.getValue(CF, Q), "scanned row " + i);
+          i++;
+        }
+      }
+      assertEquals(ROWS, i);
+      int from = ROWS / 3;
+      int to = from + 777;
+      try (ResultScanner s =
+          t.getScanner(new Scan().withStartRow(row(from)).withStopRow(row(to)).addFamily(CF))) {
+        int j = from;
+        for (Result r : s) {
+          assertArrayEquals(expected(j), r.getValue(CF, Q), "range-scanned row " + j);
+          j++;
+        }
+        assertEquals(to, j);
+      }
+    }
+    // HBase adds a stream's HDFS ReadStatistics to these totals when the stream closes, which
+    // closing the table's region does.
+    util.getAdmin().disableTable(TABLE);
+    long sc = FSDataInputStreamWrapper.getShortCircuitBytesRead() - scBefore;
+    long total = FSDataInputStreamWrapper.getTotalBytesRead() - totalBefore;
+    assertTrue(sc > 0, "short-circuit bytes " + sc + " of " + total);
+    assertEquals(total, sc, "every HFile byte is local, so every byte short-circuits");
+  }
+
+  private interface Values {
+    byte[] of(int i);
+  }
+
+  private static void put(Table t, int from, int to, Values values) throws IOException {
+    List<Put> batch = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      batch.add(new Put(row(i)).addColumn(CF, Q, values.of(i)));
+      if (batch.size() == 1000) {
+        t.put(batch);
+        batch.clear();
+      }
+    }
+    t.put(batch);
+  }
+}
