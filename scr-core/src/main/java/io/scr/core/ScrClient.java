@@ -2,6 +2,10 @@ package io.scr.core;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
+import io.scr.core.metrics.ClientCounters;
+import io.scr.core.metrics.ClientSnapshot;
+import io.scr.core.metrics.ScrClientMetrics;
+import io.scr.core.metrics.SummaryReporter;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
@@ -55,6 +59,13 @@ public final class ScrClient implements Closeable {
   private final ReplicaManager replicas;
   private final EnumMap<FallbackReason, LongAdder> fallbacks = new EnumMap<>(FallbackReason.class);
   private final ConcurrentHashMap<String, Boolean> localAddresses = new ConcurrentHashMap<>();
+  private final ClientCounters counters = new ClientCounters();
+  private final ScrClientMetrics metrics;
+  private final boolean metricsEnabled;
+  private final int summaryIntervalSeconds;
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  private SummaryReporter summary;
 
   @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
   private int references;
@@ -109,7 +120,31 @@ public final class ScrClient implements Closeable {
             .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf))
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
             .fallbacks(r -> fallbacks.get(r).increment())
+            .counters(counters)
             .build();
+    this.metrics = new ScrClientMetrics(this, counters, pool, ticker);
+    this.metricsEnabled = ScrKeys.METRICS_ENABLED.get(conf);
+    this.summaryIntervalSeconds = ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf);
+  }
+
+  /**
+   * Starts what watches the engine: the metrics2 source and the summary line. Called once, by the
+   * first acquire, under the registry lock.
+   */
+  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  private void startObservability() {
+    if (metricsEnabled) {
+      metrics.register();
+    }
+    summary = SummaryReporter.start(context, metrics::snapshot, summaryIntervalSeconds);
+  }
+
+  /** Stops what {@link #startObservability} started. */
+  private void stopObservability(SummaryReporter reporter) {
+    if (reporter != null) {
+      reporter.close();
+    }
+    metrics.unregister();
   }
 
   /**
@@ -127,6 +162,7 @@ public final class ScrClient implements Closeable {
       if (client == null) {
         client = new ScrClient(conf, context, Ticker.systemTicker());
         REGISTRY.put(context, client);
+        client.startObservability();
       }
       client.references++;
       return client;
@@ -298,12 +334,21 @@ public final class ScrClient implements Closeable {
   }
 
   /**
+   * Every figure the metrics publish, now: reads and bytes per path, fallbacks by reason, cache,
+   * slot pools, socket pool, backoff, replica open latency, process fds (see docs/metrics.md).
+   */
+  public ClientSnapshot metricsSnapshot() {
+    return metrics.snapshot();
+  }
+
+  /**
    * Drops one reference; the last one closes the engine: cached replicas are closed (leased ones
    * when their lease closes), slot pools and their threads stop, segments and sockets close. Calls
    * beyond the acquires are ignored.
    */
   @Override
   public void close() {
+    SummaryReporter reporter;
     synchronized (REGISTRY_LOCK) {
       if (references == 0) {
         return;
@@ -313,7 +358,10 @@ public final class ScrClient implements Closeable {
       }
       REGISTRY.remove(context, this);
       closed = true;
+      reporter = summary;
+      summary = null;
     }
+    stopObservability(reporter);
     replicas.close();
   }
 

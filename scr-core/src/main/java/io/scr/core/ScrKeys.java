@@ -240,6 +240,25 @@ public final class ScrKeys {
           "Size of the per-thread scratch buffer used when a checksummed read does not start and"
               + " end on checksum-chunk boundaries. Larger unaligned reads are served in pieces.");
 
+  /** Metrics2 source switch. */
+  public static final ScrKey<Boolean> METRICS_ENABLED =
+      scr(
+          "scr.metrics.enabled",
+          Boolean.class,
+          true,
+          "Publish the client's metrics through Hadoop metrics2 (source ScrClient-<context>; JMX"
+              + " Hadoop:service=<prefix>,name=ScrClient-<context>). See docs/metrics.md.");
+
+  /** Summary line interval. */
+  public static final ScrKey<Integer> METRICS_SUMMARY_INTERVAL_SECONDS =
+      scr(
+          "scr.metrics.summary.interval.seconds",
+          Integer.class,
+          60,
+          "Every this many seconds, log one INFO line (logger io.scr.summary) with the cache hit"
+              + " rate, evictions, fds against the limit, short-circuit throughput and fallbacks"
+              + " over the interval. 0 turns it off.");
+
   /** All keys, stock ones first, in catalogue order. */
   public static List<ScrKey<?>> all() {
     return Collections.unmodifiableList(ALL);

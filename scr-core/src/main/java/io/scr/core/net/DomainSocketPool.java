@@ -47,6 +47,7 @@ public final class DomainSocketPool implements Closeable {
   private final AtomicLong connects = new AtomicLong();
   private final AtomicLong reuses = new AtomicLong();
   private final AtomicLong staleRetries = new AtomicLong();
+  private final AtomicLong connectFailures = new AtomicLong();
 
   private DomainSocketPool(Builder b) {
     this.connectTimeoutMs = b.connectTimeoutMs;
@@ -128,6 +129,7 @@ public final class DomainSocketPool implements Closeable {
       connects.incrementAndGet();
       return new DomainConnection(path, socket, ticker.read());
     } catch (IOException e) {
+      connectFailures.incrementAndGet();
       try {
         socket.close();
       } catch (IOException suppressed) {
@@ -184,6 +186,20 @@ public final class DomainSocketPool implements Closeable {
   /** Connections opened so far. */
   public long connectCount() {
     return connects.get();
+  }
+
+  /** Connects that failed (no socket, refused, timed out, permission denied). */
+  public long connectFailureCount() {
+    return connectFailures.get();
+  }
+
+  /** Idle connections held now, over every path (approximate under concurrent use). */
+  public int idleConnectionCount() {
+    int n = 0;
+    for (AtomicInteger c : idleCounts.values()) {
+      n += c.get();
+    }
+    return n;
   }
 
   /** Exchanges served by a pooled connection. */

@@ -6,6 +6,7 @@ import io.scr.core.read.LocalBlockReader;
 import io.scr.shm.Slot;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import org.apache.hadoop.fs.ChecksumException;
 
 /**
  * A {@link ReplicaLease} on a cached {@link Replica}. Skips verification while the slot is anchored
@@ -41,7 +42,12 @@ final class LeasedReplica implements ReplicaLease {
     Slot slot = replica.slot();
     boolean anchored = verifyChecksum && slot != null && slot.tryAnchor();
     try {
-      return reader.read(replica.files(), blockOffset, dst, verifyChecksum && !anchored, fileName);
+      return counted(
+          replica,
+          reader.read(replica.files(), blockOffset, dst, verifyChecksum && !anchored, fileName));
+    } catch (ChecksumException e) {
+      replica.counters().recordChecksumFailure();
+      throw e;
     } finally {
       if (anchored) {
         slot.releaseAnchor();
@@ -56,8 +62,13 @@ final class LeasedReplica implements ReplicaLease {
     Slot slot = replica.slot();
     boolean anchored = verifyChecksum && slot != null && slot.tryAnchor();
     try {
-      return reader.read(
-          replica.files(), blockOffset, buf, off, len, verifyChecksum && !anchored, fileName);
+      return counted(
+          replica,
+          reader.read(
+              replica.files(), blockOffset, buf, off, len, verifyChecksum && !anchored, fileName));
+    } catch (ChecksumException e) {
+      replica.counters().recordChecksumFailure();
+      throw e;
     } finally {
       if (anchored) {
         slot.releaseAnchor();
@@ -77,6 +88,14 @@ final class LeasedReplica implements ReplicaLease {
       closed = true;
       lease.close();
     }
+  }
+
+  /** Counts a read that returned data against the replica's socket path (two LongAdder adds). */
+  private static int counted(Replica replica, int n) {
+    if (n > 0) {
+      replica.counters().recordRead(n);
+    }
+    return n;
   }
 
   @Override

@@ -2,6 +2,7 @@ package io.scr.core.replica;
 
 import io.scr.cache.CachedValue;
 import io.scr.cache.Ticker;
+import io.scr.core.metrics.PathCounters;
 import io.scr.core.read.ReplicaFiles;
 import io.scr.shm.Slot;
 import io.scr.shm.SlotPool;
@@ -26,6 +27,7 @@ public final class Replica implements CachedValue {
   private final SlotPool slotPool;
   private final Ticker ticker;
   private final long staleAtNanos;
+  private final PathCounters counters;
 
   Replica(
       ReplicaFiles files,
@@ -33,7 +35,9 @@ public final class Replica implements CachedValue {
       Slot slot,
       SlotPool slotPool,
       Ticker ticker,
-      long staleAfterNanos) {
+      long staleAfterNanos,
+      PathCounters counters) {
+    this.counters = counters;
     this.files = files;
     this.generationStamp = generationStamp;
     this.slot = slot;
@@ -55,6 +59,11 @@ public final class Replica implements CachedValue {
   /** The slot, or null when the replica was opened without shared memory. */
   public Slot slot() {
     return slot;
+  }
+
+  /** The counters of the socket path the replica was opened through. */
+  PathCounters counters() {
+    return counters;
   }
 
   @Override

@@ -10,6 +10,8 @@ import io.scr.cache.LeaseLoadException;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
+import io.scr.core.metrics.ClientCounters;
+import io.scr.core.metrics.PathCounters;
 import io.scr.core.net.DomainConnectException;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
@@ -74,6 +76,7 @@ public final class ReplicaManager implements Closeable {
   private final Duration slotWait;
   private final String clientName;
   private final Consumer<FallbackReason> fallbacks;
+  private final ClientCounters counters;
   private final ConcurrentHashMap<String, DataNodeEndpoint> endpoints = new ConcurrentHashMap<>();
   private final Object watcherLock = new Object();
 
@@ -95,6 +98,7 @@ public final class ReplicaManager implements Closeable {
     this.slotWait = Duration.ofMillis(b.slotWaitMs);
     this.clientName = b.clientName;
     this.fallbacks = b.fallbacks;
+    this.counters = b.counters;
     LeaseCacheConfig.Builder cc =
         LeaseCacheConfig.newBuilder()
             .name("scr-cache-" + name)
@@ -171,6 +175,17 @@ public final class ReplicaManager implements Closeable {
   /** The loader: runs on the missing thread, outside every cache lock. */
   private Replica open(ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
       throws IOException {
+    long start = ticker.read();
+    try {
+      return openTimed(block, token, socketPath);
+    } finally {
+      counters.recordReplicaOpen(ticker.read() - start);
+    }
+  }
+
+  private Replica openTimed(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+      throws IOException {
     DataNodeEndpoint endpoint = endpoint(socketPath);
     Slot slot = endpoint.allocateSlot();
     SlotPool slotPool = endpoint.slotPoolOrNull();
@@ -185,8 +200,10 @@ public final class ReplicaManager implements Closeable {
       ReplicaFiles files =
           ReplicaFiles.open(data, meta, block.getBlockPoolId() + ":" + block.getBlockName());
       backoff.recordSuccess(socketPath);
+      PathCounters pathCounters = counters.path(socketPath);
+      pathCounters.recordOpen();
       return new Replica(
-          files, block.getGenerationStamp(), slot, slotPool, ticker, staleAfterNanos);
+          files, block.getGenerationStamp(), slot, slotPool, ticker, staleAfterNanos, pathCounters);
     } catch (IOException | RuntimeException e) {
       if (!registered) {
         closeQuietly(fds);
@@ -344,6 +361,7 @@ public final class ReplicaManager implements Closeable {
     private int scratchBytes = 65536;
     private String clientName = "scr";
     private Consumer<FallbackReason> fallbacks = r -> {};
+    private ClientCounters counters = new ClientCounters();
 
     private Builder(String name, DomainSocketPool pool, PathBackoff backoff) {
       if (name == null || pool == null || backoff == null) {
@@ -411,6 +429,12 @@ public final class ReplicaManager implements Closeable {
     /** Receives every fallback reason (for counters). */
     public Builder fallbacks(Consumer<FallbackReason> f) {
       this.fallbacks = f;
+      return this;
+    }
+
+    /** Counters for short-circuit reads, bytes, opens and checksum failures (for metrics). */
+    public Builder counters(ClientCounters c) {
+      this.counters = java.util.Objects.requireNonNull(c, "counters");
       return this;
     }
 

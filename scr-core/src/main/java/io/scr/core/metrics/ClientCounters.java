@@ -1,0 +1,124 @@
+package io.scr.core.metrics;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
+
+/**
+ * The counters one client context's data plane updates: per socket path ({@link PathCounters}) and
+ * the replica open latency (the time from a cache miss to an open replica: slot, op 87, fds,
+ * receipt, meta header), recorded in an HdrHistogram {@link Recorder}.
+ *
+ * <p>Thread-safety: thread-safe. {@link #path} is a concurrent-map lookup, done once per replica
+ * open (the replica keeps the result). {@link #recordReplicaOpen} is the Recorder's wait-free
+ * record. {@link #replicaOpenLatency()} folds the Recorder's interval into a cumulative histogram
+ * under this object's monitor, taken only by metrics readers.
+ */
+public final class ClientCounters {
+  private static final long MAX_TRACKED_NANOS = TimeUnit.MINUTES.toNanos(10);
+
+  private final ConcurrentHashMap<String, PathCounters> paths = new ConcurrentHashMap<>();
+  private final Recorder openLatency = new Recorder(MAX_TRACKED_NANOS, 2);
+
+  @GuardedBy("this")
+  private final Histogram openLatencyTotal = new Histogram(MAX_TRACKED_NANOS, 2);
+
+  @GuardedBy("this")
+  private Histogram interval;
+
+  /** Empty counters. */
+  public ClientCounters() {}
+
+  /** The counters of {@code socketPath}, created on first use. */
+  public PathCounters path(String socketPath) {
+    PathCounters c = paths.get(socketPath);
+    return c != null ? c : paths.computeIfAbsent(socketPath, PathCounters::new);
+  }
+
+  /** Every path's counters, in no particular order. */
+  public List<PathCounters> paths() {
+    return new ArrayList<>(paths.values());
+  }
+
+  /** Records one replica open that took {@code nanos} (successful or not). */
+  public void recordReplicaOpen(long nanos) {
+    openLatency.recordValue(Math.min(Math.max(0, nanos), MAX_TRACKED_NANOS));
+  }
+
+  /** Replica open latency since the engine started. */
+  public synchronized Latency replicaOpenLatency() {
+    interval = openLatency.getIntervalHistogram(interval);
+    openLatencyTotal.add(interval);
+    return new Latency(
+        openLatencyTotal.getTotalCount(),
+        openLatencyTotal.getValueAtPercentile(50),
+        openLatencyTotal.getValueAtPercentile(99),
+        openLatencyTotal.getMaxValue());
+  }
+
+  /** Sum of every path's short-circuit read calls. */
+  public long reads() {
+    long n = 0;
+    for (PathCounters c : paths.values()) {
+      n += c.reads();
+    }
+    return n;
+  }
+
+  /** Sum of every path's short-circuit bytes. */
+  public long bytes() {
+    long n = 0;
+    for (PathCounters c : paths.values()) {
+      n += c.bytes();
+    }
+    return n;
+  }
+
+  /** Sum of every path's checksum failures. */
+  public long checksumFailures() {
+    long n = 0;
+    for (PathCounters c : paths.values()) {
+      n += c.checksumFailures();
+    }
+    return n;
+  }
+
+  /** A latency distribution: count, p50, p99 and maximum in nanoseconds. Immutable. */
+  public static final class Latency {
+    private final long count;
+    private final long p50Nanos;
+    private final long p99Nanos;
+    private final long maxNanos;
+
+    Latency(long count, long p50Nanos, long p99Nanos, long maxNanos) {
+      this.count = count;
+      this.p50Nanos = p50Nanos;
+      this.p99Nanos = p99Nanos;
+      this.maxNanos = maxNanos;
+    }
+
+    /** Values recorded. */
+    public long count() {
+      return count;
+    }
+
+    /** Median, ns (0 when empty). */
+    public long p50Nanos() {
+      return p50Nanos;
+    }
+
+    /** 99th percentile, ns (0 when empty). */
+    public long p99Nanos() {
+      return p99Nanos;
+    }
+
+    /** Largest value, ns (0 when empty). */
+    public long maxNanos() {
+      return maxNanos;
+    }
+  }
+}

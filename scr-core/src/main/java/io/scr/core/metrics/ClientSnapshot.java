@@ -1,0 +1,219 @@
+package io.scr.core.metrics;
+
+import io.scr.cache.LeaseCacheStats;
+import io.scr.core.FallbackReason;
+import io.scr.core.net.PathBackoff;
+import io.scr.shm.SlotPoolStats;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Every figure of one client context at one instant: what {@link ScrClientMetrics} publishes and
+ * what {@link SummaryReporter} turns into rates. Counters are monotonic since the engine started;
+ * gauges are current values. Immutable.
+ */
+public final class ClientSnapshot {
+  final String context;
+  final long takenAtNanos;
+  final long reads;
+  final long bytes;
+  final long checksumFailures;
+  final EnumMap<FallbackReason, Long> fallbacks;
+  final LeaseCacheStats cache;
+  final List<SlotPoolStats> slotPools;
+  final List<PathBackoff.Status> backoff;
+  final List<PathFigures> paths;
+  final long socketConnects;
+  final long socketConnectFailures;
+  final long socketReuses;
+  final long socketStaleRetries;
+  final int socketIdle;
+  final ClientCounters.Latency replicaOpen;
+  final long processOpenFds;
+  final long processFdLimit;
+
+  ClientSnapshot(Builder b) {
+    this.context = b.context;
+    this.takenAtNanos = b.takenAtNanos;
+    long r = 0;
+    long by = 0;
+    long cf = 0;
+    for (PathFigures p : b.paths) {
+      r += p.reads;
+      by += p.bytes;
+      cf += p.checksumFailures;
+    }
+    this.reads = r;
+    this.bytes = by;
+    this.checksumFailures = cf;
+    this.fallbacks = new EnumMap<>(b.fallbacks);
+    this.cache = b.cache;
+    this.slotPools = Collections.unmodifiableList(b.slotPools);
+    this.backoff = Collections.unmodifiableList(b.backoff);
+    this.paths = Collections.unmodifiableList(b.paths);
+    this.socketConnects = b.socketConnects;
+    this.socketConnectFailures = b.socketConnectFailures;
+    this.socketReuses = b.socketReuses;
+    this.socketStaleRetries = b.socketStaleRetries;
+    this.socketIdle = b.socketIdle;
+    this.replicaOpen = b.replicaOpen;
+    this.processOpenFds = b.processOpenFds;
+    this.processFdLimit = b.processFdLimit;
+  }
+
+  /** The client context. */
+  public String context() {
+    return context;
+  }
+
+  /** Short-circuit read calls that returned data. */
+  public long shortCircuitReads() {
+    return reads;
+  }
+
+  /** Bytes read short-circuit. */
+  public long shortCircuitBytes() {
+    return bytes;
+  }
+
+  /** Checksum mismatches on short-circuit reads. */
+  public long checksumFailures() {
+    return checksumFailures;
+  }
+
+  /** Reads that went the stock way, by reason. */
+  public Map<FallbackReason, Long> fallbacks() {
+    return Collections.unmodifiableMap(fallbacks);
+  }
+
+  /** Sum of {@link #fallbacks()}. */
+  public long fallbackTotal() {
+    long n = 0;
+    for (long v : fallbacks.values()) {
+      n += v;
+    }
+    return n;
+  }
+
+  /** The open-replica cache's counters. */
+  public LeaseCacheStats cache() {
+    return cache;
+  }
+
+  /** One entry per DataNode socket path that has a slot pool. */
+  public List<SlotPoolStats> slotPools() {
+    return slotPools;
+  }
+
+  /** Per-path, per-failure-class backoff state. */
+  public List<PathBackoff.Status> backoff() {
+    return backoff;
+  }
+
+  /** Per-path short-circuit figures. */
+  public List<PathFigures> paths() {
+    return paths;
+  }
+
+  /** Domain-socket connections opened. */
+  public long socketConnects() {
+    return socketConnects;
+  }
+
+  /** Domain-socket connects that failed. */
+  public long socketConnectFailures() {
+    return socketConnectFailures;
+  }
+
+  /** Replica open latency since start. */
+  public ClientCounters.Latency replicaOpenLatency() {
+    return replicaOpen;
+  }
+
+  /** Fds the process holds, or -1 if unknown. */
+  public long processOpenFds() {
+    return processOpenFds;
+  }
+
+  /** The process's RLIMIT_NOFILE soft limit, or -1 if unknown. */
+  public long processFdLimit() {
+    return processFdLimit;
+  }
+
+  /** Number of socket paths backing off now. */
+  public int pathsBackingOff() {
+    java.util.Set<String> out = new java.util.HashSet<>();
+    for (PathBackoff.Status s : backoff) {
+      if (s.remainingBackoffNanos() > 0 && s.failureClass().disablesPath()) {
+        out.add(s.path());
+      }
+    }
+    return out.size();
+  }
+
+  /** One socket path's short-circuit figures. Immutable. */
+  public static final class PathFigures {
+    final String path;
+    final long reads;
+    final long bytes;
+    final long opens;
+    final long checksumFailures;
+
+    PathFigures(PathCounters c) {
+      this.path = c.path();
+      this.reads = c.reads();
+      this.bytes = c.bytes();
+      this.opens = c.opens();
+      this.checksumFailures = c.checksumFailures();
+    }
+
+    /** The socket path. */
+    public String path() {
+      return path;
+    }
+
+    /** Short-circuit read calls served by replicas of this path. */
+    public long reads() {
+      return reads;
+    }
+
+    /** Bytes read from replicas of this path. */
+    public long bytes() {
+      return bytes;
+    }
+
+    /** Replicas opened through this path. */
+    public long opens() {
+      return opens;
+    }
+
+    /** Checksum mismatches on replicas of this path. */
+    public long checksumFailures() {
+      return checksumFailures;
+    }
+  }
+
+  static final class Builder {
+    String context;
+    long takenAtNanos;
+    EnumMap<FallbackReason, Long> fallbacks = new EnumMap<>(FallbackReason.class);
+    LeaseCacheStats cache;
+    List<SlotPoolStats> slotPools = Collections.emptyList();
+    List<PathBackoff.Status> backoff = Collections.emptyList();
+    List<PathFigures> paths = Collections.emptyList();
+    long socketConnects;
+    long socketConnectFailures;
+    long socketReuses;
+    long socketStaleRetries;
+    int socketIdle;
+    ClientCounters.Latency replicaOpen = new ClientCounters.Latency(0, 0, 0, 0);
+    long processOpenFds = -1;
+    long processFdLimit = -1;
+
+    ClientSnapshot build() {
+      return new ClientSnapshot(this);
+    }
+  }
+}
