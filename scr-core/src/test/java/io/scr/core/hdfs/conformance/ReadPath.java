@@ -19,13 +19,17 @@ public enum ReadPath {
       conf.setBoolean("dfs.client.read.shortcircuit", false);
     }
   },
-  /** Stock client with libhadoop short-circuit reads (needs a {@code STOCK_SCR} cluster). */
+  /**
+   * Stock client with libhadoop short-circuit reads: against a {@code STOCK_SCR} cluster (stock on
+   * both sides) or a {@code SHIM} cluster (mode C: the stock client served by the scr shim, whose
+   * socket the fixture's SHIM client configuration names in {@code dfs.domain.socket.path}).
+   */
   STOCK_SCR(true) {
     @Override
     void configure(Configuration conf, MiniDfs dfs) {
-      if (dfs.mode() != DataNodeMode.STOCK_SCR) {
+      if (dfs.mode() == DataNodeMode.TCP) {
         throw new IllegalStateException(
-            "STOCK_SCR reads need a STOCK_SCR cluster, not " + dfs.mode());
+            "STOCK_SCR reads need a STOCK_SCR or SHIM cluster, not " + dfs.mode());
       }
       conf.setBoolean("dfs.client.read.shortcircuit", true);
     }
