@@ -1,0 +1,123 @@
+package io.scr.core.doctor;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * What the checks look at: the effective client configuration, the resources it was layered from
+ * (in load order, each also loaded alone so a check can tell which one set a key), the process fd
+ * limit and the DataNode user's uid (both injectable so tests need not change the JVM), and whether
+ * to contact the NameNode. Immutable once built.
+ */
+public final class DoctorContext {
+  private final Configuration conf;
+  private final List<Layer> layers;
+  private final long fdLimit;
+  private final Integer dataNodeUid;
+  private final boolean contactCluster;
+
+  private DoctorContext(Builder b) {
+    this.conf = b.conf;
+    this.layers = Collections.unmodifiableList(new ArrayList<>(b.layers));
+    this.fdLimit = b.fdLimit;
+    this.dataNodeUid = b.dataNodeUid;
+    this.contactCluster = b.contactCluster;
+  }
+
+  /** A builder over {@code conf}, the effective configuration. */
+  public static Builder newBuilder(Configuration conf) {
+    return new Builder(conf);
+  }
+
+  /** The effective configuration. */
+  public Configuration conf() {
+    return conf;
+  }
+
+  /** The configuration resources, in load order (later ones win). */
+  public List<Layer> layers() {
+    return layers;
+  }
+
+  /** RLIMIT_NOFILE soft limit to judge against; -1 if unknown. */
+  public long fdLimit() {
+    return fdLimit;
+  }
+
+  /** The DataNode's uid for the path rules; null: the socket's owner, else this process's uid. */
+  public Integer dataNodeUid() {
+    return dataNodeUid;
+  }
+
+  /** Whether checks may contact the NameNode. */
+  public boolean contactCluster() {
+    return contactCluster;
+  }
+
+  /** One configuration resource loaded alone. */
+  public static final class Layer {
+    private final String name;
+    private final Configuration alone;
+
+    /** {@code alone} holds only this resource's keys (no defaults). */
+    public Layer(String name, Configuration alone) {
+      this.name = Objects.requireNonNull(name, "name");
+      this.alone = Objects.requireNonNull(alone, "alone");
+    }
+
+    /** The resource's name (file path or class-path name). */
+    public String name() {
+      return name;
+    }
+
+    /** The resource's own keys. */
+    public Configuration alone() {
+      return alone;
+    }
+  }
+
+  /** Builds a {@link DoctorContext}. Not thread-safe. */
+  public static final class Builder {
+    private final Configuration conf;
+    private final List<Layer> layers = new ArrayList<>();
+    private long fdLimit = io.scr.core.metrics.ProcessFds.softLimit();
+    private Integer dataNodeUid;
+    private boolean contactCluster = true;
+
+    private Builder(Configuration conf) {
+      this.conf = Objects.requireNonNull(conf, "conf");
+    }
+
+    /** Adds a resource layer (in load order). */
+    public Builder layer(Layer layer) {
+      layers.add(layer);
+      return this;
+    }
+
+    /** The fd limit to judge against (default: this process's RLIMIT_NOFILE soft limit). */
+    public Builder fdLimit(long limit) {
+      this.fdLimit = limit;
+      return this;
+    }
+
+    /** The DataNode's uid (default: the socket's owner, else this process's uid). */
+    public Builder dataNodeUid(int uid) {
+      this.dataNodeUid = uid;
+      return this;
+    }
+
+    /** Whether to contact the NameNode (default true). */
+    public Builder contactCluster(boolean on) {
+      this.contactCluster = on;
+      return this;
+    }
+
+    /** The context. */
+    public DoctorContext build() {
+      return new DoctorContext(this);
+    }
+  }
+}

@@ -1,0 +1,111 @@
+package io.scr.core.doctor;
+
+import io.scr.core.ScrKeys;
+import io.scr.shm.ShmSupport;
+import java.util.Collections;
+import java.util.List;
+import org.apache.hadoop.util.NativeCodeLoader;
+
+/** Small checks of the client's environment: scr wired in, shared memory, libhadoop. */
+final class EnvironmentChecks {
+  private EnvironmentChecks() {}
+
+  static final String ACCESSOR = "io.scr.core.hdfs.ScrReplicaAccessorBuilder";
+  static final String FILE_SYSTEM = "io.scr.core.hdfs.ScrFileSystem";
+
+  static boolean scrWired(DoctorContext ctx) {
+    String accessors = ctx.conf().get("dfs.client.replica.accessor.builder.classes", "");
+    return accessors.contains(ACCESSOR)
+        || FILE_SYSTEM.equals(ctx.conf().getTrimmed("fs.hdfs.impl"));
+  }
+
+  /** scr is configured as a read path and enabled. */
+  static final class Wiring implements Check {
+    @Override
+    public String id() {
+      return "scr-config";
+    }
+
+    @Override
+    public List<Finding> run(DoctorContext ctx) {
+      if (!ScrKeys.CLIENT_ENABLED.get(ctx.conf())) {
+        return Collections.singletonList(
+            Finding.fail(id(), "scr.client.enabled is false", "remove it or set it to true"));
+      }
+      if (!scrWired(ctx)) {
+        return Collections.singletonList(
+            Finding.warn(
+                id(),
+                "scr is not wired into this configuration: reads use the stock client",
+                "set dfs.client.replica.accessor.builder.classes="
+                    + ACCESSOR
+                    + " (no other change) or fs.hdfs.impl="
+                    + FILE_SYSTEM
+                    + " (fastest) in hdfs-site.xml"));
+      }
+      return Collections.singletonList(Finding.ok(id(), "scr is wired in and enabled"));
+    }
+  }
+
+  /** Shared memory for slots works in this JVM. */
+  static final class SharedMemory implements Check {
+    @Override
+    public String id() {
+      return "shared-memory";
+    }
+
+    @Override
+    public List<Finding> run(DoctorContext ctx) {
+      if (!ScrKeys.SHM_ENABLED.get(ctx.conf())) {
+        return Collections.singletonList(
+            Finding.warn(
+                id(),
+                "scr.shm.enabled is false: replicas go stale by age only",
+                "remove scr.shm.enabled=false so the DataNode can invalidate replicas at once"));
+      }
+      if (!ShmSupport.isAvailable()) {
+        return Collections.singletonList(
+            Finding.warn(
+                id(),
+                "shared memory is not usable here: " + ShmSupport.unavailabilityCause(),
+                "reads still work without slots; for slot-based invalidation use Linux x86_64"
+                    + " or aarch64 with /dev/shm mounted"));
+      }
+      return Collections.singletonList(
+          Finding.ok(
+              id(),
+              "shared memory usable"
+                  + (ShmSupport.isMemfdAvailable() ? " (memfd)" : " (/dev/shm files)")));
+    }
+  }
+
+  /** libhadoop is not needed by scr; stock short-circuit without it silently does nothing. */
+  static final class Libhadoop implements Check {
+    @Override
+    public String id() {
+      return "libhadoop";
+    }
+
+    @Override
+    public List<Finding> run(DoctorContext ctx) {
+      boolean loaded = NativeCodeLoader.isNativeCodeLoaded();
+      boolean stockScr = ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.get(ctx.conf());
+      if (!loaded && stockScr && !scrWired(ctx)) {
+        return Collections.singletonList(
+            Finding.fail(
+                id(),
+                "dfs.client.read.shortcircuit=true but libhadoop is not loaded: the stock client"
+                    + " silently reads over TCP",
+                "wire scr in, which needs no libhadoop: dfs.client.replica.accessor.builder"
+                    + ".classes="
+                    + ACCESSOR));
+      }
+      return Collections.singletonList(
+          Finding.ok(
+              id(),
+              "scr needs no libhadoop (it is "
+                  + (loaded ? "loaded" : "not loaded")
+                  + " here; only a stock DataNode without the scr shim needs it)"));
+    }
+  }
+}

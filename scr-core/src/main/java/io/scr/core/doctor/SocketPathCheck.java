@@ -1,0 +1,101 @@
+package io.scr.core.doctor;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+
+/** The socket exists, is a socket, and its path meets the HDFS security rules. */
+final class SocketPathCheck implements Check {
+  static final String ID = "socket-path";
+  private static final int S_IFMT = 0170000;
+  private static final int S_IFSOCK = 0140000;
+
+  @Override
+  public String id() {
+    return ID;
+  }
+
+  @Override
+  public List<Finding> run(DoctorContext ctx) {
+    List<Finding> out = new ArrayList<>();
+    List<String> templates = SocketPaths.templates(ctx.conf());
+    if (templates.isEmpty()) {
+      out.add(
+          Finding.fail(
+              ID,
+              "no DataNode socket path is configured (dfs.domain.socket.path and"
+                  + " scr.client.socket.paths are empty)",
+              "set dfs.domain.socket.path in hdfs-site.xml to the DataNode's socket, e.g."
+                  + " /var/run/hdfs-sockets/dn._PORT.sock (the same value the DataNode uses)"));
+      return out;
+    }
+    for (String template : templates) {
+      List<String> found = SocketPaths.existing(template);
+      // Rules apply to the directories, so the template itself can be checked even when missing.
+      Path checked = Paths.get(found.isEmpty() ? template : found.get(0));
+      int uid = dataNodeUid(ctx, checked);
+      List<String> violations = SocketPathRules.violations(checked, uid);
+      if (!violations.isEmpty()) {
+        out.add(
+            Finding.fail(
+                ID,
+                "socket path "
+                    + template
+                    + " is not secure enough for a DataNode to bind it: "
+                    + violations.get(0)
+                    + (violations.size() > 1 ? " (and " + (violations.size() - 1) + " more)" : ""),
+                String.join("; ", violations)));
+      }
+      if (found.isEmpty()) {
+        out.add(
+            Finding.fail(
+                ID,
+                "socket "
+                    + template
+                    + " does not exist: no DataNode listens there ("
+                    + SocketPaths.key(ctx.conf())
+                    + ")",
+                "start the DataNode with the same dfs.domain.socket.path (stock, with libhadoop)"
+                    + " or scr.shim.socket.path (scr shim), check the DataNode log for 'Listening"
+                    + " on UNIX domain socket', and make the directory visible to this process"
+                    + " (containers: mount it)"));
+        continue;
+      }
+      for (String path : found) {
+        try {
+          int mode = (Integer) Files.getAttribute(Paths.get(path), "unix:mode");
+          if ((mode & S_IFMT) != S_IFSOCK) {
+            out.add(
+                Finding.fail(
+                    ID,
+                    path + " exists but is not a socket",
+                    "remove it and restart the DataNode, which creates the socket"));
+          } else if (violations.isEmpty()) {
+            out.add(Finding.ok(ID, path + " is a socket in a secure directory"));
+          }
+        } catch (IOException e) {
+          out.add(Finding.fail(ID, path + " cannot be read: " + e.getMessage(), "check access"));
+        }
+      }
+    }
+    return out;
+  }
+
+  static int dataNodeUid(DoctorContext ctx, Path socket) {
+    if (ctx.dataNodeUid() != null) {
+      return ctx.dataNodeUid();
+    }
+    try {
+      return (Integer) Files.getAttribute(socket, "unix:uid");
+    } catch (IOException | RuntimeException e) {
+      try {
+        return (Integer) Files.getAttribute(Paths.get("/proc/self"), "unix:uid");
+      } catch (IOException | RuntimeException e2) {
+        return -1;
+      }
+    }
+  }
+}

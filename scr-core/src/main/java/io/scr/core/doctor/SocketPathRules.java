@@ -1,0 +1,108 @@
+package io.scr.core.doctor;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The HDFS socket-path security rules ({@code DomainSocket.validateSocketPathSecurity0}), in Java:
+ * {@code /} and every directory above the socket (following symlinks, as {@code stat} does) must be
+ * writable by nobody but root or the DataNode user. A component fails when it is world-writable (no
+ * sticky-bit exemption, so {@code /tmp} fails), group-writable by a group other than root, or
+ * owner-writable and owned by neither root nor the DataNode user. The socket itself is not checked
+ * (the DataNode makes it 0666; access is controlled by its directory). The path may hold at most
+ * {@value #MAX_PATH_BYTES} bytes ({@code sun_path}).
+ *
+ * <p>The single implementation of these rules in scr: the doctor uses it, and the DataNode shim
+ * should. Stateless.
+ */
+public final class SocketPathRules {
+  /** {@code sizeof(sun_path) - 1} on Linux. */
+  public static final int MAX_PATH_BYTES = 107;
+
+  private SocketPathRules() {}
+
+  /**
+   * Every violation of the rules by {@code socketPath} for a DataNode running as {@code
+   * dataNodeUid}, each naming the component and the command that fixes it; empty when the path is
+   * acceptable. Components that do not exist are reported too (the DataNode cannot bind there).
+   */
+  public static List<String> violations(Path socketPath, int dataNodeUid) {
+    List<String> out = new ArrayList<>();
+    String text = socketPath.toString();
+    if (!socketPath.isAbsolute() || text.endsWith("/")) {
+      out.add("'" + text + "' must be an absolute path naming a file");
+      return out;
+    }
+    int bytes = text.getBytes(StandardCharsets.UTF_8).length;
+    if (bytes > MAX_PATH_BYTES) {
+      out.add(
+          "'"
+              + text
+              + "' is "
+              + bytes
+              + " bytes; UNIX socket paths hold at most "
+              + MAX_PATH_BYTES
+              + ": choose a shorter path");
+    }
+    List<Path> dirs = new ArrayList<>();
+    for (Path d = socketPath.getParent(); d != null; d = d.getParent()) {
+      dirs.add(0, d);
+    }
+    for (Path dir : dirs) {
+      int mode;
+      int uid;
+      int gid;
+      try {
+        mode = (Integer) Files.getAttribute(dir, "unix:mode") & 0777;
+        uid = (Integer) Files.getAttribute(dir, "unix:uid");
+        gid = (Integer) Files.getAttribute(dir, "unix:gid");
+      } catch (IOException | UnsupportedOperationException e) {
+        out.add(
+            "directory "
+                + dir
+                + " cannot be read ("
+                + e.getMessage()
+                + "): create it, owned by the DataNode user, mode 0755");
+        break;
+      }
+      String m = String.format(Locale.ROOT, "%04o", mode);
+      if ((mode & 0002) != 0) {
+        out.add(
+            dir
+                + " is world-writable (mode "
+                + m
+                + "): anyone could replace the socket. Run: chmod o-w "
+                + dir
+                + " (or put the socket in a directory such as /var/run/hdfs-sockets owned by"
+                + " the DataNode user, mode 0755)");
+      }
+      if ((mode & 0020) != 0 && gid != 0) {
+        out.add(
+            dir
+                + " is group-writable by gid "
+                + gid
+                + " (mode "
+                + m
+                + "), a group other than root. Run: chmod g-w "
+                + dir);
+      }
+      if ((mode & 0200) != 0 && uid != 0 && uid != dataNodeUid) {
+        out.add(
+            dir
+                + " is owned by uid "
+                + uid
+                + ", neither root nor the DataNode user (uid "
+                + dataNodeUid
+                + "). Run: chown root "
+                + dir
+                + " (or chown it to the DataNode user)");
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,237 @@
+package io.scr.core.doctor;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.scr.shm.ShmSupport;
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.MiniDfsExtension;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.newsclub.net.unix.AFUNIXSocket;
+
+/**
+ * {@code scr doctor} against fixtures (bad permissions, missing socket, an fd limit too low for the
+ * cache, a masked key) and against a live stock DataNode (protocol and fd passing).
+ */
+class DoctorTest {
+  static {
+    try {
+      ShmSupport.isAvailable();
+      Class.forName("io.scr.shm.Segment");
+      Class.forName("io.scr.shm.SharedMemoryFd");
+      AFUNIXSocket.newInstance().close();
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @RegisterExtension
+  static final MiniDfsExtension DFS =
+      MiniDfs.builder()
+          .dataNodes(1)
+          .blockSize(1 << 20)
+          .mode(DataNodeMode.STOCK_SCR)
+          .buildExtension();
+
+  private static Path tmp(String name) throws Exception {
+    Path base = Paths.get(System.getProperty("java.io.tmpdir")).toAbsolutePath();
+    Files.createDirectories(base);
+    return Files.createTempDirectory(base, name);
+  }
+
+  private static Configuration conf(String socketPath) {
+    Configuration c = new Configuration(false);
+    c.set("dfs.domain.socket.path", socketPath);
+    c.set(
+        "dfs.client.replica.accessor.builder.classes",
+        "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
+    return c;
+  }
+
+  private static List<Finding> of(List<Finding> all, String id) {
+    return all.stream().filter(f -> f.checkId().equals(id)).collect(Collectors.toList());
+  }
+
+  private static List<Finding> run(DoctorContext ctx, Check check) {
+    return Doctor.run(ctx, Collections.singletonList(check));
+  }
+
+  @Test
+  void worldWritableParentFailsWithTheChmodFix() throws Exception {
+    Path dir = tmp("ww");
+    Files.setPosixFilePermissions(
+        dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+    String socket = dir.resolve("dn._PORT.sock").toString();
+    List<Finding> f =
+        run(DoctorContext.newBuilder(conf(socket)).dataNodeUid(0).build(), new SocketPathCheck());
+    Finding bad = f.get(0);
+    assertEquals(Finding.Status.FAIL, bad.status(), f.toString());
+    assertTrue(bad.finding().contains(dir + " is world-writable (mode 0777)"), bad.finding());
+    assertTrue(bad.fix().contains("chmod o-w " + dir), bad.fix());
+    assertEquals(1, Doctor.exitCode(f));
+  }
+
+  @Test
+  void parentsOwnedByOthersOrGroupWritableFail() throws Exception {
+    Path dir = tmp("own");
+    Path group = Files.createDirectory(dir.resolve("group"));
+    Files.setPosixFilePermissions(
+        group, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxr-x"));
+    Files.setAttribute(group, "unix:gid", 4242);
+    Files.setAttribute(group, "unix:uid", 4343);
+    String socket = group.resolve("dn.sock").toString();
+    List<Finding> f =
+        run(DoctorContext.newBuilder(conf(socket)).dataNodeUid(999).build(), new SocketPathCheck());
+    String all = f.get(0).fix();
+    assertTrue(all.contains(group + " is group-writable by gid 4242"), all);
+    assertTrue(
+        all.contains(group + " is owned by uid 4343, neither root nor the DataNode user (uid 999)"),
+        all);
+    assertEquals(1, Doctor.exitCode(f));
+  }
+
+  @Test
+  void missingSocketFailsAndSaysWhatToStart() throws Exception {
+    Path dir = tmp("missing");
+    String socket = dir.resolve("dn._PORT.sock").toString();
+    List<Finding> f =
+        run(DoctorContext.newBuilder(conf(socket)).dataNodeUid(0).build(), new SocketPathCheck());
+    assertEquals(1, f.size(), f.toString());
+    assertEquals(Finding.Status.FAIL, f.get(0).status());
+    assertTrue(
+        f.get(0).finding().contains("socket " + socket + " does not exist"), f.get(0).finding());
+    assertTrue(f.get(0).fix().contains("Listening on UNIX domain socket"), f.get(0).fix());
+    List<Finding> none = run(DoctorContext.newBuilder(conf("")).build(), new SocketPathCheck());
+    assertTrue(none.get(0).finding().contains("no DataNode socket path is configured"));
+  }
+
+  @Test
+  void fdLimitTooLowForTheCacheFails() {
+    Configuration c = conf("/x/dn.sock");
+    c.setInt("scr.cache.capacity", 2000);
+    List<Finding> f = run(DoctorContext.newBuilder(c).fdLimit(1024).build(), new FdLimitCheck());
+    assertEquals(Finding.Status.FAIL, f.get(0).status());
+    assertTrue(
+        f.get(0)
+            .finding()
+            .startsWith(
+                "scr.cache.capacity=2000 needs 4000 fds, but RLIMIT_NOFILE 1024 leaves the cache 128"),
+        f.get(0).finding());
+    assertTrue(f.get(0).fix().contains("raise the fd limit to at least 10048"), f.get(0).fix());
+    // Derived capacity with a low limit: a warning about the limit itself.
+    List<Finding> low =
+        run(DoctorContext.newBuilder(conf("/x")).fdLimit(4096).build(), new FdLimitCheck());
+    assertEquals(Finding.Status.WARN, low.get(0).status());
+    assertTrue(low.get(0).finding().contains("RLIMIT_NOFILE is 4096"), low.get(0).finding());
+    List<Finding> fine =
+        run(DoctorContext.newBuilder(conf("/x")).fdLimit(65536).build(), new FdLimitCheck());
+    assertEquals(Finding.Status.OK, fine.get(0).status(), fine.toString());
+    assertTrue(
+        fine.get(0).finding().contains("cache capacity 15872 replicas"), fine.get(0).finding());
+  }
+
+  @Test
+  void hbaseDefaultsMaskingSiteKeysFailThroughTheCommandLine() throws Exception {
+    Path dir = tmp("conf");
+    Files.write(
+        dir.resolve("hdfs-site.xml"),
+        xml(
+                "dfs.client.read.shortcircuit",
+                "true",
+                "dfs.domain.socket.path",
+                "/var/run/hdfs/dn.sock")
+            .getBytes(StandardCharsets.UTF_8));
+    Path hbaseDefault = dir.resolve("hbase-default.xml");
+    Files.write(
+        hbaseDefault,
+        // What HBase's hbase-default.xml shipped before HBASE-25449 (Hadoop ignores an empty
+        // <value/>, so "none" is the value that masks).
+        xml("dfs.client.read.shortcircuit", "false", "dfs.domain.socket.path", "none")
+            .getBytes(StandardCharsets.UTF_8));
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    int code =
+        Doctor.run(
+            new String[] {
+              "--conf",
+              dir.toString(),
+              "--resource",
+              hbaseDefault.toString(),
+              "--no-cluster",
+              "--json"
+            },
+            new PrintStream(out, true, "UTF-8"),
+            System.err);
+    String json = out.toString("UTF-8");
+    assertEquals(1, code, json);
+    assertTrue(json.startsWith("{\"exitCode\":1,\"findings\":["), json);
+    assertTrue(
+        json.contains(
+            "\"check\":\"masked-keys\",\"status\":\"FAIL\",\"finding\":\"dfs.client.read.shortcircuit = 'true' in "
+                + dir.resolve("hdfs-site.xml")
+                + " is masked by 'false' in "
+                + hbaseDefault),
+        json);
+    assertTrue(
+        json.contains(
+            "dfs.domain.socket.path = '/var/run/hdfs/dn.sock' in "
+                + dir.resolve("hdfs-site.xml")
+                + " is masked by 'none'"),
+        json);
+    assertTrue(json.contains("for HBase: hbase-site.xml"), json);
+    // The effective configuration is the masked one: the socket check sees the bogus path.
+    assertTrue(json.contains("'none' must be an absolute path naming a file"), json);
+
+    ByteArrayOutputStream human = new ByteArrayOutputStream();
+    assertEquals(
+        2, Doctor.run(new String[] {"--bogus"}, System.out, new PrintStream(human, true, "UTF-8")));
+    assertTrue(human.toString("UTF-8").contains("unknown argument --bogus"));
+  }
+
+  private static String xml(String... kv) {
+    StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
+    for (int i = 0; i < kv.length; i += 2) {
+      sb.append("<property><name>")
+          .append(kv[i])
+          .append("</name><value>")
+          .append(kv[i + 1])
+          .append("</value></property>\n");
+    }
+    return sb.append("</configuration>\n").toString();
+  }
+
+  @Test
+  void liveDataNodeAnswersTheProtocolAndPassesAnFd() throws Exception {
+    Configuration c = DFS.dfs().clientConf();
+    c.set(
+        "dfs.client.replica.accessor.builder.classes",
+        "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
+    DoctorContext ctx = DoctorContext.newBuilder(c).fdLimit(65536).build();
+    List<Finding> all = Doctor.run(ctx, Doctor.defaultChecks());
+    List<Finding> protocol = of(all, "protocol");
+    assertEquals(1, protocol.size(), all.toString());
+    assertEquals(Finding.Status.OK, protocol.get(0).status(), protocol.toString());
+    assertTrue(protocol.get(0).finding().contains("passed an fd"), protocol.get(0).finding());
+    assertEquals(Finding.Status.OK, of(all, "socket-path").get(0).status(), all.toString());
+    assertEquals(Finding.Status.OK, of(all, "scr-config").get(0).status());
+    assertEquals(Finding.Status.OK, of(all, "libhadoop").get(0).status());
+    Finding sizing = of(all, "cache-vs-cluster").get(0);
+    assertEquals(Finding.Status.OK, sizing.status(), sizing.toString());
+    assertTrue(sizing.finding().contains("/ 1 DataNodes"), sizing.finding());
+    assertEquals(0, Doctor.exitCode(all), Doctor.human(all));
+    assertTrue(
+        Arrays.asList(Finding.Status.values()).contains(of(all, "shared-memory").get(0).status()));
+  }
+}
