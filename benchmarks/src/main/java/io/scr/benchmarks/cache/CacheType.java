@@ -5,6 +5,8 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import io.scr.cache.Lease;
 import io.scr.cache.LeaseCache;
 import io.scr.cache.LeaseCacheConfig;
+import io.scr.cache.ReusableLease;
+import io.scr.cache.ValueLoader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
@@ -20,14 +22,7 @@ public enum CacheType {
   SCR_LEASE_CACHE {
     @Override
     Adapter create(int capacity) {
-      LeaseCache<Integer, BenchReplica> cache =
-          LeaseCache.create(
-              LeaseCacheConfig.newBuilder()
-                  .name("bench-lease-cache")
-                  .capacity(capacity)
-                  .fdBudget(4L * capacity)
-                  .idleExpiry(Duration.ofHours(1))
-                  .build());
+      LeaseCache<Integer, BenchReplica> cache = newLeaseCache(capacity);
       return new Adapter() {
         @Override
         public int leaseAndRelease(Integer key) {
@@ -35,6 +30,38 @@ public enum CacheType {
             return l.value().id;
           } catch (IOException e) {
             throw new UncheckedIOException(e);
+          }
+        }
+
+        @Override
+        public void close() {
+          cache.close();
+        }
+      };
+    }
+  },
+
+  /**
+   * {@link LeaseCache} through a {@link ReusableLease} per thread (found through a ThreadLocal
+   * here; scr-core keeps it in its stream): the allocation-free hit path.
+   */
+  SCR_LEASE_CACHE_REUSABLE {
+    @Override
+    Adapter create(int capacity) {
+      LeaseCache<Integer, BenchReplica> cache = newLeaseCache(capacity);
+      ThreadLocal<ReusableLease<BenchReplica>> leases = ThreadLocal.withInitial(ReusableLease::new);
+      ValueLoader<Integer, BenchReplica> load = BenchReplica::new;
+      return new Adapter() {
+        @Override
+        public int leaseAndRelease(Integer key) {
+          ReusableLease<BenchReplica> l = leases.get();
+          try {
+            cache.lease(key, load, l);
+            return l.value().id;
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          } finally {
+            l.close();
           }
         }
 
@@ -104,6 +131,16 @@ public enum CacheType {
   };
 
   abstract Adapter create(int capacity);
+
+  static LeaseCache<Integer, BenchReplica> newLeaseCache(int capacity) {
+    return LeaseCache.create(
+        LeaseCacheConfig.newBuilder()
+            .name("bench-lease-cache")
+            .capacity(capacity)
+            .fdBudget(4L * capacity)
+            .idleExpiry(Duration.ofHours(1))
+            .build());
+  }
 
   /** One cache under test. */
   interface Adapter extends AutoCloseable {

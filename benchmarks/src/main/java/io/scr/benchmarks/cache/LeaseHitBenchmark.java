@@ -43,7 +43,7 @@ public class LeaseHitBenchmark {
   private static final int SEQUENCE = 1 << 16;
   private static final int MASK = SEQUENCE - 1;
 
-  @Param({"SCR_LEASE_CACHE", "STOCK_LIKE_SINGLE_LOCK", "CAFFEINE"})
+  @Param({"SCR_LEASE_CACHE", "SCR_LEASE_CACHE_REUSABLE", "STOCK_LIKE_SINGLE_LOCK", "CAFFEINE"})
   CacheType cacheType;
 
   CacheType.Adapter cache;
