@@ -1,0 +1,606 @@
+package io.scr.reliability;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.scr.cache.LeaseCacheStats;
+import io.scr.core.FallbackReason;
+import io.scr.core.ReplicaLease;
+import io.scr.core.ScrClient;
+import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.ResourceSnapshot;
+import java.io.File;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.RandomAccessFile;
+import java.nio.channels.ClosedByInterruptException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
+import org.apache.hadoop.hdfs.protocol.BlockLocalPathInfo;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
+import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * Issue 9's fault scenarios against one two-DataNode cluster (replication 2, block tokens on), run
+ * once per deployment mode by a subclass. Every scenario asserts the written bytes or a typed
+ * error, and that the client engine's threads and its fds into the cluster's files are gone after
+ * its file system closes. DataNode idle connections time out after {@link #DN_IDLE_TIMEOUT_MS}, so
+ * pooled sockets go stale in every scenario (scenario 6 checks it directly).
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+abstract class AbstractFaultTest {
+  static final int BLOCK = 128 * 1024;
+  static final int DN_IDLE_TIMEOUT_MS = 1000;
+  static final long SHIM_INVALIDATION_MS = 100;
+  static final Duration LEAK_PATIENCE = Duration.ofSeconds(15);
+
+  static {
+    Faults.warmJvmSingletons();
+  }
+
+  /** The cluster of the subclass's mode. */
+  abstract MiniDfs dfs();
+
+  @AfterAll
+  static void releaseAccessorEngines() {
+    ScrReplicaAccessorBuilder.releaseAll();
+  }
+
+  static MiniDfs.Builder cluster() {
+    return MiniDfs.builder()
+        .dataNodes(2)
+        .blockSize(BLOCK)
+        .configure(
+            c -> {
+              c.setInt("dfs.replication", 2);
+              c.setBoolean("dfs.block.access.token.enable", true);
+              c.setInt("dfs.datanode.socket.reuse.keepalive", DN_IDLE_TIMEOUT_MS);
+              c.setLong("scr.shim.connection.idle.timeout.ms", DN_IDLE_TIMEOUT_MS);
+              c.setLong("scr.shim.invalidation.interval.ms", SHIM_INVALIDATION_MS);
+            });
+  }
+
+  ScrFileSystem scrFs() {
+    return Faults.scrFileSystem(dfs(), c -> {});
+  }
+
+  LocatedBlocks blocks(String path) throws IOException {
+    return dfs().fileSystem().getClient().getLocatedBlocks(path, 0);
+  }
+
+  private void assertNoScrLeaks(ResourceSnapshot before) {
+    List<String> leaks = Faults.scrLeaks(before, dfs(), LEAK_PATIENCE);
+    assertTrue(leaks.isEmpty(), "left behind: " + leaks);
+  }
+
+  /** Random preads of {@code data} through {@code in} until stopped; returns mismatch count. */
+  static Runnable preadLoop(
+      FSDataInputStream in,
+      byte[] data,
+      long seed,
+      AtomicBoolean stop,
+      AtomicLong mismatches,
+      ConcurrentLinkedQueue<Throwable> errors) {
+    return () -> {
+      Random r = new Random(seed);
+      byte[] buf = new byte[16 * 1024];
+      while (!stop.get()) {
+        int len = 1 + r.nextInt(buf.length);
+        long pos = (long) r.nextInt(data.length - len);
+        try {
+          in.readFully(pos, buf, 0, len);
+          if (!Arrays.equals(buf, 0, len, data, (int) pos, (int) pos + len)) {
+            mismatches.incrementAndGet();
+          }
+        } catch (IOException | RuntimeException e) {
+          errors.add(e);
+        }
+      }
+    };
+  }
+
+  // 1. DataNode restart during concurrent reads.
+  @Test
+  @Order(1)
+  void dataNodeRestartDuringConcurrentReadsLosesNothingAndShortCircuitResumes() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    int length = 6 * BLOCK + 777;
+    byte[] data = dfs().writeRandomFile("/restart/f", length, 1);
+    try (ScrFileSystem fs = scrFs();
+        FSDataInputStream in = fs.open(new Path("/restart/f"))) {
+      assertArrayEquals(data, Faults.readFully(fs, "/restart/f", length));
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicLong mismatches = new AtomicLong();
+      ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+      List<Thread> readers = new ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        Thread t =
+            new Thread(preadLoop(in, data, 100 + i, stop, mismatches, errors), "reader-" + i);
+        t.start();
+        readers.add(t);
+      }
+      long start = System.nanoTime();
+      assertTrue(dfs().cluster().restartDataNode(0, true), "restart DataNode 0");
+      dfs().cluster().waitActive();
+      long restartMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      assertTrue(restartMs < 60_000, "DataNode restart took " + restartMs + " ms");
+      stop.set(true);
+      for (Thread t : readers) {
+        t.join(30_000);
+        assertFalse(t.isAlive(), t.getName() + " hangs after the restart");
+      }
+      assertEquals(0, mismatches.get(), "reads returned wrong bytes during the restart");
+      assertTrue(errors.isEmpty(), "reads failed although a second replica was up: " + errors);
+
+      // Short-circuit to the restarted DataNode resumes within the backoff window.
+      ScrClient scr = fs.scrClient();
+      LocatedBlock lb = blocks("/restart/f").get(0);
+      String dn0 = dfs().socketPath(0);
+      Faults.await(
+          "a short-circuit lease from the restarted DataNode",
+          Duration.ofSeconds(20),
+          () -> {
+            try (ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), dn0)) {
+              return lease != null && lease.length() == BLOCK;
+            } catch (IOException e) {
+              return false;
+            }
+          });
+      assertArrayEquals(data, Faults.readFully(fs, "/restart/f", length));
+    }
+    assertNoScrLeaks(before);
+  }
+
+  // 2. Replica deleted while its fds are cached.
+  @Test
+  @Order(2)
+  void deletedReplicaIsInvalidatedAndItsFilesAreReleased() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    int length = 2 * BLOCK;
+    byte[] data = dfs().writeRandomFile("/delete/f", length, 2);
+    LocatedBlocks lbs = blocks("/delete/f");
+    List<File> blockFiles = new ArrayList<>();
+    for (LocatedBlock lb : lbs.getLocatedBlocks()) {
+      for (int dn = 0; dn < 2; dn++) {
+        blockFiles.add(dfs().cluster().getBlockFile(dn, lb.getBlock()));
+      }
+    }
+    long idleExpiryMs = 3000;
+    try (ScrFileSystem fs =
+            Faults.scrFileSystem(dfs(), c -> c.setLong("scr.cache.idle.expiry.ms", idleExpiryMs));
+        FSDataInputStream in = fs.open(new Path("/delete/f"))) {
+      byte[] read = new byte[length];
+      in.readFully(0, read);
+      assertArrayEquals(data, read);
+      String blockName = blockFiles.get(0).getName();
+      assertFalse(
+          Faults.openFdsMatching(blockName).isEmpty(), "scr should hold the replica's fds open");
+
+      assertTrue(dfs().fileSystem().delete(new Path("/delete/f"), false));
+      Faults.await(
+          "the DataNodes to delete the block files",
+          Duration.ofSeconds(30),
+          () -> blockFiles.stream().noneMatch(File::exists));
+      // VALID is cleared before (stock) or within one scan after (shim) the delete.
+      TimeUnit.MILLISECONDS.sleep(3 * SHIM_INVALIDATION_MS); // the bound under test, not a latch
+      byte[] again = new byte[BLOCK];
+      IOException e = assertThrows(IOException.class, () -> in.readFully(0, again));
+      assertFalse(e instanceof ChecksumException, e.toString());
+
+      // The second block was never read again: its fds go at the latest with idle expiry.
+      Faults.await(
+          "no open fd to a deleted block file",
+          Duration.ofMillis(idleExpiryMs + 5000),
+          () -> blockFiles.stream().allMatch(f -> Faults.openFdsMatching(f.getName()).isEmpty()));
+    }
+    assertNoScrLeaks(before);
+  }
+
+  // 3. Corruption of block and meta files.
+  @Test
+  @Order(3)
+  void corruptReplicaFailsWithChecksumExceptionFallsBackAndIsReported() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    int length = 2 * BLOCK;
+    byte[] data = dfs().writeRandomFile("/corrupt/f", length, 3);
+    LocatedBlocks lbs = blocks("/corrupt/f");
+    // DataNode 0 of the current list (a restart reorders it): its data file of block 0 and its
+    // meta file of block 1 get one flipped byte each.
+    FsDatasetSpi<?> dataset = DataNodeTestUtils.getFSDataset(dfs().cluster().getDataNodes().get(0));
+    BlockLocalPathInfo first = dataset.getBlockLocalPathInfo(lbs.get(0).getBlock());
+    BlockLocalPathInfo second = dataset.getBlockLocalPathInfo(lbs.get(1).getBlock());
+    flipByte(new File(first.getBlockPath()), 5000);
+    flipByte(new File(second.getMetaPath()), 7 + 4 * 10); // chunk 10's CRC, after the header
+    String dn0 = dfs().socketPath(0);
+    long corruptBefore = dfs().cluster().getNamesystem().getCorruptReplicaBlocks();
+
+    try (ScrFileSystem fs = scrFs()) {
+      ScrClient scr = fs.scrClient();
+      byte[] buf = new byte[BLOCK];
+      for (LocatedBlock lb : lbs.getLocatedBlocks()) {
+        try (ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), dn0)) {
+          assertNotNull(lease, "DataNode 0 serves " + lb.getBlock());
+          assertThrows(ChecksumException.class, () -> readBlock(lease, buf, true));
+          // Checksums off: the caller gets the bytes as they are on disk (documented).
+          readBlock(lease, buf, false);
+        }
+      }
+
+      // Through the file system every read returns the good replica's bytes, whichever DataNode
+      // the stream tries first.
+      for (int i = 0; i < 6; i++) {
+        assertArrayEquals(data, Faults.readFully(fs, "/corrupt/f", length), "attempt " + i);
+      }
+      Faults.await(
+          "the NameNode to learn of the corrupt replicas",
+          Duration.ofSeconds(20),
+          () -> dfs().cluster().getNamesystem().getCorruptReplicaBlocks() >= corruptBefore + 2);
+    }
+    assertNoScrLeaks(before);
+  }
+
+  private static void readBlock(ReplicaLease lease, byte[] buf, boolean verify) throws IOException {
+    int off = 0;
+    while (off < buf.length) {
+      int n = lease.read(off, buf, off, buf.length - off, verify);
+      if (n < 0) {
+        break;
+      }
+      off += n;
+    }
+  }
+
+  private static void flipByte(File f, long offset) throws IOException {
+    try (RandomAccessFile raf = new RandomAccessFile(f, "rw")) {
+      raf.seek(offset);
+      int b = raf.read();
+      raf.seek(offset);
+      raf.write(b ^ 0xff);
+    }
+  }
+
+  // 4. fd exhaustion through a tiny budget.
+  @Test
+  @Order(4)
+  void tinyFdBudgetFallsBackGracefullyAndKeepsTheCacheWithinIt() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    int length = 12 * BLOCK;
+    byte[] data = dfs().writeRandomFile("/budget/f", length, 4);
+    int capacity = 2;
+    try (ScrFileSystem fs =
+            Faults.scrFileSystem(dfs(), c -> c.setInt("scr.cache.capacity", capacity));
+        FSDataInputStream in = fs.open(new Path("/budget/f"))) {
+      ScrClient scr = fs.scrClient();
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicLong mismatches = new AtomicLong();
+      ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+      List<Thread> readers = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        Thread t =
+            new Thread(preadLoop(in, data, 400 + i, stop, mismatches, errors), "budget-" + i);
+        t.start();
+        readers.add(t);
+      }
+      long maxFds = 0;
+      int maxEntries = 0;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
+      while (System.nanoTime() < deadline) {
+        LeaseCacheStats s = scr.cacheStats();
+        maxFds = Math.max(maxFds, s.openFds());
+        maxEntries = Math.max(maxEntries, s.entryCount());
+        TimeUnit.MILLISECONDS.sleep(5); // sampling interval
+      }
+      stop.set(true);
+      for (Thread t : readers) {
+        t.join(30_000);
+      }
+      assertEquals(0, mismatches.get());
+      assertTrue(errors.isEmpty(), errors.toString());
+      LeaseCacheStats s = scr.cacheStats();
+      // Only idle entries can be evicted: leased ones may exceed the capacity by the readers.
+      assertTrue(
+          maxEntries <= capacity + readers.size(),
+          "entries " + maxEntries + " > capacity " + capacity + " + " + readers.size());
+      Faults.await(
+          "the cache to shrink back to its capacity",
+          Duration.ofSeconds(10),
+          () -> scr.cacheStats().entryCount() <= capacity);
+      assertTrue(maxFds <= s.fdBudget(), "fds " + maxFds + " > budget " + s.fdBudget());
+      assertTrue(s.evictionCount() > 0, "a working set of 12 blocks must evict: " + s);
+      assertArrayEquals(data, Faults.readFully(fs, "/budget/f", length));
+      System.out.printf(
+          "fd budget: max entries %d, max fds %d, FD_BUDGET fallbacks %d, evictions %d%n",
+          maxEntries, maxFds, scr.fallbackCount(FallbackReason.FD_BUDGET), s.evictionCount());
+    }
+    assertNoScrLeaks(before);
+  }
+
+  // 5. Interrupted reader threads.
+  @Test
+  @Order(5)
+  void interruptedReadersNeitherCorruptTheCacheNorLeakLeases() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    int length = 4 * BLOCK;
+    byte[] data = dfs().writeRandomFile("/interrupt/f", length, 5);
+    try (ScrFileSystem fs = scrFs();
+        FSDataInputStream in = fs.open(new Path("/interrupt/f"))) {
+      assertArrayEquals(data, Faults.readFully(fs, "/interrupt/f", length));
+      ScrClient scr = fs.scrClient();
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicLong mismatches = new AtomicLong();
+      AtomicLong interruptedReads = new AtomicLong();
+      ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
+      List<Thread> readers = new ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        long seed = 500L + i;
+        Thread t =
+            new Thread(
+                () -> {
+                  Random r = new Random(seed);
+                  byte[] buf = new byte[8192];
+                  while (!stop.get()) {
+                    int len = 1 + r.nextInt(buf.length);
+                    long pos = r.nextInt(length - len);
+                    try {
+                      in.readFully(pos, buf, 0, len);
+                      if (!Arrays.equals(buf, 0, len, data, (int) pos, (int) pos + len)) {
+                        mismatches.incrementAndGet();
+                      }
+                    } catch (ClosedByInterruptException | InterruptedIOException e) {
+                      interruptedReads.incrementAndGet();
+                    } catch (IOException | RuntimeException e) {
+                      if (Thread.interrupted() || isInterruptCaused(e)) {
+                        interruptedReads.incrementAndGet();
+                      } else {
+                        unexpected.add(e);
+                      }
+                    }
+                    Thread.interrupted(); // the handler is reused, as HBase does
+                  }
+                },
+                "interrupted-" + i);
+        t.start();
+        readers.add(t);
+      }
+      Random r = new Random(55);
+      for (int i = 0; i < 400; i++) {
+        readers.get(r.nextInt(readers.size())).interrupt();
+        TimeUnit.MILLISECONDS.sleep(2); // interrupts spread over reads in progress
+      }
+      stop.set(true);
+      for (Thread t : readers) {
+        t.join(30_000);
+        assertFalse(t.isAlive(), t.getName() + " hangs");
+      }
+      assertEquals(0, mismatches.get(), "an interrupt produced wrong bytes");
+      assertTrue(unexpected.isEmpty(), "non-interrupt failures: " + unexpected);
+      Faults.await(
+          "every lease to be returned",
+          Duration.ofSeconds(10),
+          () -> scr.cacheStats().leasedEntryCount() == 0);
+
+      // The cache is intact: a fresh stream reads everything, short-circuit.
+      try (HdfsDataInputStream again = (HdfsDataInputStream) fs.open(new Path("/interrupt/f"))) {
+        byte[] all = new byte[length];
+        again.readFully(0, all);
+        assertArrayEquals(data, all);
+        assertEquals(
+            length,
+            again.getReadStatistics().getTotalShortCircuitBytesRead(),
+            "after interrupts, reads must short-circuit again (no closed channel reused)");
+      }
+      System.out.printf("interrupts: %d reads interrupted%n", interruptedReads.get());
+    }
+    assertNoScrLeaks(before);
+  }
+
+  private static boolean isInterruptCaused(Throwable e) {
+    for (Throwable c = e; c != null; c = c.getCause()) {
+      if (c instanceof ClosedByInterruptException
+          || c instanceof InterruptedIOException
+          || c instanceof InterruptedException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // 6. Stale pooled sockets.
+  @Test
+  @Order(6)
+  void stalePooledSocketsAreRetriedOnceAndNeverSurface() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    byte[] first = dfs().writeRandomFile("/stale/a", BLOCK, 6);
+    byte[] second = dfs().writeRandomFile("/stale/b", BLOCK, 7);
+    try (ScrFileSystem fs =
+        Faults.scrFileSystem(dfs(), c -> c.setLong("scr.net.pool.idle.expiry.ms", 60_000))) {
+      ScrClient scr = fs.scrClient();
+      assertArrayEquals(first, Faults.readFully(fs, "/stale/a", BLOCK));
+      long connects = scr.metricsSnapshot().socketConnects();
+      // The fault is the DataNode closing an idle pooled connection: wait out its idle timeout.
+      TimeUnit.MILLISECONDS.sleep(DN_IDLE_TIMEOUT_MS + 500);
+      try (HdfsDataInputStream in = (HdfsDataInputStream) fs.open(new Path("/stale/b"))) {
+        byte[] read = new byte[BLOCK];
+        in.readFully(0, read);
+        assertArrayEquals(second, read);
+        assertEquals(BLOCK, in.getReadStatistics().getTotalShortCircuitBytesRead());
+      }
+      assertEquals(0, scr.fallbackCount(FallbackReason.IO_ERROR), "stale socket surfaced");
+      assertEquals(0, scr.metricsSnapshot().pathsBackingOff(), scr.backoffStatus().toString());
+      assertTrue(
+          scr.metricsSnapshot().socketConnects() > connects,
+          "the request must have been retried on a fresh connection");
+    }
+    assertNoScrLeaks(before);
+  }
+
+  // 9. Concurrency soak.
+  @Test
+  @Order(9)
+  void soakOf64ThreadsOverAWorkingSetFourTimesTheCache() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    long seed = Long.getLong("scr.soak.seed", System.nanoTime());
+    long millis = Long.getLong("scr.soak.millis", 8_000);
+    System.out.println("soak seed " + seed + " (rerun with -Dscr.soak.seed=" + seed + ")");
+    int capacity = 8;
+    int files = 4;
+    int blocksPerFile = 8; // 32 blocks: 4x the cache
+    int length = blocksPerFile * BLOCK;
+    byte[][] data = new byte[files][];
+    for (int f = 0; f < files; f++) {
+      data[f] = dfs().writeRandomFile("/soak/f" + f, length, seed + f);
+    }
+    DistributedFileSystem writer = dfs().fileSystem();
+    try (ScrFileSystem fs =
+        Faults.scrFileSystem(dfs(), c -> c.setInt("scr.cache.capacity", capacity))) {
+      ScrClient scr = fs.scrClient();
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicLong mismatches = new AtomicLong();
+      AtomicLong reads = new AtomicLong();
+      ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+      CountDownLatch started = new CountDownLatch(64);
+      List<Thread> threads = new ArrayList<>();
+      for (int i = 0; i < 64; i++) {
+        long threadSeed = seed * 31 + i;
+        Thread t =
+            new Thread(
+                () -> {
+                  Random r = new Random(threadSeed);
+                  byte[] buf = new byte[32 * 1024];
+                  started.countDown();
+                  while (!stop.get()) {
+                    int f = r.nextInt(files);
+                    int len = 1 + r.nextInt(buf.length);
+                    int pos = r.nextInt(length - len);
+                    try (FSDataInputStream in = fs.open(new Path("/soak/f" + f))) {
+                      in.readFully(pos, buf, 0, len);
+                      reads.incrementAndGet();
+                      if (!Arrays.equals(buf, 0, len, data[f], pos, pos + len)) {
+                        mismatches.incrementAndGet();
+                      }
+                    } catch (IOException | RuntimeException e) {
+                      errors.add(e);
+                    }
+                  }
+                },
+                "soak-" + i);
+        t.start();
+        threads.add(t);
+      }
+      started.await();
+      // Random invalidations: appends give a file's last block a new generation stamp (the
+      // DataNode replaces the replica; cached fds of the old one must be dropped). Readers only
+      // read the original prefix, which never changes.
+      Random r = new Random(seed);
+      long maxFds = 0;
+      long appends = 0;
+      long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+      while (System.nanoTime() < deadline) {
+        if (r.nextInt(4) == 0) {
+          try (var out = writer.append(new Path("/soak/f" + r.nextInt(files)))) {
+            out.write(new byte[1 + r.nextInt(100)]);
+          }
+          appends++;
+        }
+        maxFds = Math.max(maxFds, scr.cacheStats().openFds());
+        // Within the budget, and near the capacity: only leased replicas (at most one per
+        // thread) may exceed it, each with two fds, plus those the closer has not closed yet.
+        assertTrue(maxFds <= scr.cacheStats().fdBudget(), "fds over budget: " + maxFds);
+        assertTrue(maxFds <= 2L * (capacity + threads.size()), "fds far over capacity: " + maxFds);
+        TimeUnit.MILLISECONDS.sleep(50); // pace of invalidations and sampling
+      }
+      stop.set(true);
+      for (Thread t : threads) {
+        t.join(30_000);
+        assertFalse(t.isAlive(), t.getName() + " hangs");
+      }
+      LeaseCacheStats s = scr.cacheStats();
+      System.out.printf(
+          "soak: %d reads, %d appends, max fds %d (budget %d), hits %d, misses %d, evictions %d,"
+              + " invalidations %d, fallbacks %s%n",
+          reads.get(),
+          appends,
+          maxFds,
+          s.fdBudget(),
+          s.hitCount(),
+          s.missCount(),
+          s.evictionCount(),
+          s.invalidationCount(),
+          scr.metricsSnapshot().fallbacks());
+      assertEquals(0, mismatches.get(), "bytes differ from what was written");
+      assertTrue(errors.isEmpty(), errors.size() + " errors, first: " + errors.peek());
+      assertTrue(reads.get() > 1000, "too few reads to mean anything: " + reads.get());
+      assertTrue(s.entryCount() <= capacity, s.toString());
+    }
+    assertNoScrLeaks(before);
+  }
+
+  // 10. FileSystem.close() with reads in flight.
+  @Test
+  @Order(10)
+  void fileSystemCloseWithReadsInFlightFinishesWithinABound() throws Exception {
+    ResourceSnapshot before = ResourceSnapshot.take();
+    int length = 4 * BLOCK;
+    byte[] data = dfs().writeRandomFile("/close/f", length, 10);
+    ScrFileSystem fs = scrFs();
+    FSDataInputStream in = fs.open(new Path("/close/f"));
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong mismatches = new AtomicLong();
+    ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
+    List<Thread> readers = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      Thread t =
+          new Thread(preadLoop(in, data, 1000 + i, stop, mismatches, errors), "closing-" + i);
+      t.start();
+      readers.add(t);
+    }
+    Faults.await(
+        "reads in flight",
+        Duration.ofSeconds(10),
+        () -> fs.scrClient().cacheStats().entryCount() > 0);
+    long start = System.nanoTime();
+    fs.close();
+    long closeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    assertTrue(closeMs < 10_000, "FileSystem.close() took " + closeMs + " ms");
+    Faults.await(
+        "readers to see the closed file system", Duration.ofSeconds(5), () -> !errors.isEmpty());
+    stop.set(true);
+    for (Thread t : readers) {
+      t.join(10_000);
+      assertFalse(t.isAlive(), t.getName() + " hangs after close");
+    }
+    // Closing a stream of a closed file system throws "Filesystem closed", as stock does.
+    assertThrows(IOException.class, in::close);
+    assertEquals(0, mismatches.get());
+    for (Throwable e : errors) {
+      assertTrue(e instanceof IOException, "untyped failure after close: " + e);
+    }
+    assertNoScrLeaks(before);
+  }
+}

@@ -1,0 +1,135 @@
+package io.scr.reliability;
+
+import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.shim.ScrShimPlugin;
+import io.scr.shm.Segment;
+import io.scr.shm.SegmentFactory;
+import io.scr.shm.SharedMemoryFd;
+import io.scr.shm.ShmId;
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.ResourceSnapshot;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.reflect.Field;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import java.util.stream.Collectors;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.util.ServicePlugin;
+import org.newsclub.net.unix.AFUNIXSocket;
+
+/** Shared pieces of the fault tests: scr clients per mode, reads, waits and leak checks. */
+final class Faults {
+  private static final AtomicInteger CONTEXTS = new AtomicInteger();
+
+  private Faults() {}
+
+  /**
+   * Creates the process-wide singletons scr's native stack keeps for the JVM's life (jnr-ffi,
+   * scr-shm cleaners, junixsocket) before a leak baseline is taken.
+   */
+  static void warmJvmSingletons() {
+    try (SharedMemoryFd fd = SegmentFactory.newBuilder().build().createFd(8192);
+        Segment s = Segment.map(ShmId.random(), fd.fd(), 8192)) {
+      s.slotCount();
+      AFUNIXSocket.newInstance().close();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * A new {@link ScrFileSystem} with its own engine (context): mode A finds the stock DataNode's
+   * {@code dfs.domain.socket.path}, mode B the shim's socket. Stock short-circuit is off, so every
+   * short-circuit byte is scr's and every fallback goes over TCP.
+   */
+  static ScrFileSystem scrFileSystem(MiniDfs dfs, Consumer<Configuration> extra) {
+    return dfs.newFileSystem(
+        c -> {
+          c.set("fs.hdfs.impl", ScrFileSystem.class.getName());
+          c.set("scr.client.context", "reliability-" + CONTEXTS.incrementAndGet());
+          c.setBoolean("dfs.client.read.shortcircuit", false);
+          // stock retries after a failed block read wait up to 3 s by default
+          c.setInt("dfs.client.retry.window.base", 10);
+          if (dfs.mode() == DataNodeMode.SHIM) {
+            c.set("scr.client.socket.paths", c.get(MiniDfs.SHIM_SOCKET_PATH_KEY));
+          }
+          extra.accept(c);
+        });
+  }
+
+  static byte[] readFully(ScrFileSystem fs, String path, int length) throws IOException {
+    byte[] out = new byte[length];
+    try (FSDataInputStream in = fs.open(new Path(path))) {
+      in.readFully(0, out);
+    }
+    return out;
+  }
+
+  /** Waits for a condition another thread or process makes true; bounded, polled. */
+  static void await(String what, Duration limit, BooleanSupplier condition)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError("timed out after " + limit + " waiting for " + what);
+      }
+      // DataNode deletions, invalidation scans and idle expiry have no latch to wait on
+      TimeUnit.MILLISECONDS.sleep(20);
+    }
+  }
+
+  /**
+   * What a test left behind that scr owns: scr threads, and fds into the cluster's files (block,
+   * meta, socket) or memfd segments. DataNode threads (xceivers, restarts) come and go on their own
+   * and are the fixture's class-level check.
+   */
+  static List<String> scrLeaks(ResourceSnapshot before, MiniDfs dfs, Duration patience) {
+    List<String> leaks = before.leakedSince(patience, dfs.ownedPaths());
+    return leaks.stream()
+        .filter(l -> !l.startsWith("thread '") || l.startsWith("thread 'scr-"))
+        .filter(l -> !l.startsWith("thread 'scr-shim-")) // the DataNode's plugin, not the client
+        .filter(l -> !l.endsWith("in_use.lock")) // a restarted DataNode's storage locks
+        .collect(Collectors.toList());
+  }
+
+  /** Open fds of this process whose target contains {@code fragment}. */
+  static List<String> openFdsMatching(String fragment) {
+    return ResourceSnapshot.openFds().values().stream()
+        .filter(t -> t.contains(fragment))
+        .collect(Collectors.toList());
+  }
+
+  /** The shim plugin of DataNode {@code index} (mode B). */
+  static ScrShimPlugin shim(MiniDfs dfs, int index) {
+    DataNode dn = dfs.cluster().getDataNodes().get(index);
+    try {
+      Field f = DataNode.class.getDeclaredField("plugins");
+      f.setAccessible(true);
+      @SuppressWarnings("unchecked")
+      List<ServicePlugin> plugins = (List<ServicePlugin>) f.get(dn);
+      for (ServicePlugin p : plugins) {
+        if (p instanceof ScrShimPlugin shim) {
+          return shim;
+        }
+      }
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException(e);
+    }
+    throw new AssertionError("DataNode " + index + " runs no ScrShimPlugin");
+  }
+
+  static long counter(Map<String, Long> counters, String name) {
+    Long v = counters.get(name);
+    return v == null ? 0 : v;
+  }
+}
