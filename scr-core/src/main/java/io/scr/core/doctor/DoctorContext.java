@@ -1,5 +1,6 @@
 package io.scr.core.doctor;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -17,6 +18,7 @@ public final class DoctorContext {
   private final List<Layer> layers;
   private final long fdLimit;
   private final Integer dataNodeUid;
+  private final Path trustedDirectoryForTests;
   private final boolean contactCluster;
 
   private DoctorContext(Builder b) {
@@ -24,6 +26,7 @@ public final class DoctorContext {
     this.layers = Collections.unmodifiableList(new ArrayList<>(b.layers));
     this.fdLimit = b.fdLimit;
     this.dataNodeUid = b.dataNodeUid;
+    this.trustedDirectoryForTests = b.trustedDirectoryForTests;
     this.contactCluster = b.contactCluster;
   }
 
@@ -50,6 +53,11 @@ public final class DoctorContext {
   /** The DataNode's uid for the path rules; null: the socket's owner, else this process's uid. */
   public Integer dataNodeUid() {
     return dataNodeUid;
+  }
+
+  /** Test-only: a directory whose ancestors the socket-path check trusts; null in production. */
+  public Path trustedDirectoryForTests() {
+    return trustedDirectoryForTests;
   }
 
   /** Whether checks may contact the NameNode. */
@@ -85,6 +93,7 @@ public final class DoctorContext {
     private final List<Layer> layers = new ArrayList<>();
     private long fdLimit = io.scr.core.metrics.ProcessFds.softLimit();
     private Integer dataNodeUid;
+    private Path trustedDirectoryForTests;
     private boolean contactCluster = true;
 
     private Builder(Configuration conf) {
@@ -106,6 +115,16 @@ public final class DoctorContext {
     /** The DataNode's uid (default: the socket's owner, else this process's uid). */
     public Builder dataNodeUid(int uid) {
       this.dataNodeUid = uid;
+      return this;
+    }
+
+    /**
+     * Test-only: the socket-path check skips this directory and its ancestors, as stock's {@code
+     * skipComponents} does in Hadoop's own tests (build directories often sit below world-writable
+     * {@code /tmp}). Never set in production: the command line offers no way to.
+     */
+    public Builder trustedDirectoryForTests(Path dir) {
+      this.trustedDirectoryForTests = dir.toAbsolutePath();
       return this;
     }
 

@@ -37,7 +37,8 @@ final class SocketPathCheck implements Check {
       // Rules apply to the directories, so the template itself can be checked even when missing.
       Path checked = Paths.get(found.isEmpty() ? template : found.get(0));
       int uid = dataNodeUid(ctx, checked);
-      List<String> violations = SocketPathRules.violations(checked, uid);
+      List<String> violations =
+          SocketPathRules.violations(checked, uid, ctx.trustedDirectoryForTests());
       if (!violations.isEmpty()) {
         out.add(
             Finding.fail(

@@ -46,10 +46,12 @@ class DoctorTest {
           .mode(DataNodeMode.STOCK_SCR)
           .buildExtension();
 
+  /** Where the tests make their directories; its ancestors are outside the tests' control. */
+  private static final Path BASE = Paths.get(System.getProperty("java.io.tmpdir")).toAbsolutePath();
+
   private static Path tmp(String name) throws Exception {
-    Path base = Paths.get(System.getProperty("java.io.tmpdir")).toAbsolutePath();
-    Files.createDirectories(base);
-    return Files.createTempDirectory(base, name);
+    Files.createDirectories(BASE);
+    return Files.createTempDirectory(BASE, name);
   }
 
   private static Configuration conf(String socketPath) {
@@ -76,7 +78,12 @@ class DoctorTest {
         dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
     String socket = dir.resolve("dn._PORT.sock").toString();
     List<Finding> f =
-        run(DoctorContext.newBuilder(conf(socket)).dataNodeUid(0).build(), new SocketPathCheck());
+        run(
+            DoctorContext.newBuilder(conf(socket))
+                .dataNodeUid(0)
+                .trustedDirectoryForTests(BASE)
+                .build(),
+            new SocketPathCheck());
     Finding bad = f.get(0);
     assertEquals(Finding.Status.FAIL, bad.status(), f.toString());
     assertTrue(bad.finding().contains(dir + " is world-writable (mode 0777)"), bad.finding());
@@ -94,7 +101,12 @@ class DoctorTest {
     Files.setAttribute(group, "unix:uid", 4343);
     String socket = group.resolve("dn.sock").toString();
     List<Finding> f =
-        run(DoctorContext.newBuilder(conf(socket)).dataNodeUid(999).build(), new SocketPathCheck());
+        run(
+            DoctorContext.newBuilder(conf(socket))
+                .dataNodeUid(999)
+                .trustedDirectoryForTests(BASE)
+                .build(),
+            new SocketPathCheck());
     String all = f.get(0).fix();
     assertTrue(all.contains(group + " is group-writable by gid 4242"), all);
     assertTrue(
@@ -108,7 +120,12 @@ class DoctorTest {
     Path dir = tmp("missing");
     String socket = dir.resolve("dn._PORT.sock").toString();
     List<Finding> f =
-        run(DoctorContext.newBuilder(conf(socket)).dataNodeUid(0).build(), new SocketPathCheck());
+        run(
+            DoctorContext.newBuilder(conf(socket))
+                .dataNodeUid(0)
+                .trustedDirectoryForTests(BASE)
+                .build(),
+            new SocketPathCheck());
     assertEquals(1, f.size(), f.toString());
     assertEquals(Finding.Status.FAIL, f.get(0).status());
     assertTrue(
@@ -218,7 +235,11 @@ class DoctorTest {
     c.set(
         "dfs.client.replica.accessor.builder.classes",
         "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
-    DoctorContext ctx = DoctorContext.newBuilder(c).fdLimit(65536).build();
+    DoctorContext ctx =
+        DoctorContext.newBuilder(c)
+            .fdLimit(65536)
+            .trustedDirectoryForTests(DFS.dfs().socketDir().getParent())
+            .build();
     List<Finding> all = Doctor.run(ctx, Doctor.defaultChecks());
     List<Finding> protocol = of(all, "protocol");
     assertEquals(1, protocol.size(), all.toString());
