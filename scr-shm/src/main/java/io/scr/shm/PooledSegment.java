@@ -8,15 +8,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A segment inside a {@link SlotPool}: the segment plus two bitmaps over its slots.
  *
  * <ul>
- *   <li>{@code free}: bit set = the slot is not held by anyone. Allocation claims a bit with one
- *       CAS; the maintenance thread sets bits again once the DataNode has released them.
+ *   <li>{@code free}: bit set = the slot is not held by anyone and the DataNode does not have it
+ *       registered. Allocation claims a bit with one CAS; a thread that has told the DataNode about
+ *       released slots sets their bits again (or hands the slots straight to waiting callers).
  *   <li>{@code pending}: bit set = a holder released the slot, the DataNode has not been told yet.
- *       Set by the releasing thread with one atomic OR; taken (get-and-set 0) by the maintenance
- *       thread.
+ *       Set by the releasing thread with one atomic OR; taken a word at a time (get-and-set 0) by
+ *       whichever thread tells the DataNode: the maintenance thread, or a caller that found the
+ *       pool otherwise empty. Taking is atomic, so each released slot is told exactly once.
  * </ul>
  *
- * <p>A slot is in use iff its bit is clear in both. Both bitmaps are padded so that allocators
- * (free) and releasers (pending) do not share a cache line.
+ * <p>A slot is in use iff its bit is clear in both (slots whose release is being told, "in flight",
+ * look in use here; the pool counts them separately). Both bitmaps are padded so that allocators
+ * (free) and releasers (pending) do not share a cache line with each other or with neighbouring
+ * objects.
  *
  * <p>State machine ({@link #state}): ACTIVE (in the pool's allocation array) → RETIRED (surplus,
  * out of the allocation array; still alive on the DataNode, so releases are still sent) or DEAD
@@ -79,8 +83,15 @@ final class PooledSegment {
   }
 
   /**
-   * Claims a free slot and initialises it the stock way (store 0, then set VALID), or returns null
-   * when this segment has none or is not ACTIVE. Lock-free: one CAS per attempt.
+   * Claims a free slot and initialises it, or returns null when this segment has none or is not
+   * ACTIVE. Lock-free: one CAS per attempt, then one volatile store into the slot.
+   *
+   * <p>Initialisation is one volatile store of {@link Slot#VALID_FLAG}: the same final word as
+   * stock's {@code clear()} then {@code makeValid()}, because nobody else writes a free slot's word
+   * (the DataNode touches it again only after registering it for our next request). The store is
+   * volatile, not release, so that it is ordered before the state re-check below: a {@code kill}
+   * that flips the state and then clears VALID on every slot either sees our VALID or is seen by
+   * our re-check.
    */
   Slot tryClaim() {
     for (int w = 0; w < wordCount; w++) {
@@ -92,21 +103,7 @@ final class PooledSegment {
           if (word == bit) {
             pool.onFreeWordExhausted();
           }
-          if (state.get() != ACTIVE) {
-            // Not ours to hand out; put it back without touching the segment's memory.
-            addFree(w, bit);
-            return null;
-          }
-          Slot slot = segment.slot((w << 6) + Long.numberOfTrailingZeros(bit));
-          slot.storeVolatile(0L);
-          slot.makeValid();
-          if (state.get() != ACTIVE) {
-            // Died while we initialised it: invalidateAll may have run before our makeValid.
-            slot.makeInvalid();
-            addFree(w, bit);
-            return null;
-          }
-          return slot;
+          return initClaimed(w, bit);
         }
         word = (long) WORDS.getVolatile(free, i);
       }
@@ -115,8 +112,30 @@ final class PooledSegment {
   }
 
   /**
+   * Makes a slot whose bit this thread owns (claimed from {@code free}, or taken from {@code
+   * pending} and told to the DataNode) ready for a new holder: VALID set, everything else clear.
+   * Returns null and puts the bit into {@code free} when the segment is not ACTIVE.
+   */
+  Slot initClaimed(int w, long bit) {
+    if (state.get() != ACTIVE) {
+      // Not ours to hand out; put it back without touching the segment's memory.
+      addFree(w, bit);
+      return null;
+    }
+    Slot slot = segment.slot((w << 6) + Long.numberOfTrailingZeros(bit));
+    slot.storeVolatile(Slot.VALID_FLAG);
+    if (state.get() != ACTIVE) {
+      // Died while we initialised it: invalidateAll may have run before our store.
+      slot.makeInvalid();
+      addFree(w, bit);
+      return null;
+    }
+    return slot;
+  }
+
+  /**
    * Marks {@code index} released (pending remote release). Returns true when it is the first
-   * pending bit of its word, i.e. the maintenance thread may be asleep with nothing to do.
+   * pending bit of its word, i.e. nobody is about to take that word.
    *
    * @throws IllegalStateException when the slot is not in use (released twice, or never allocated);
    *     checked, not guaranteed, since a racing release can slip past
@@ -148,7 +167,14 @@ final class PooledSegment {
     return wordCount;
   }
 
-  /** Takes all pending bits of word {@code w}; maintenance thread only. */
+  /** Whether word {@code w} has pending bits (volatile load; no write, so no cache-line steal). */
+  boolean hasPending(int w) {
+    return (long) WORDS.getVolatile(pending, PAD + w) != 0;
+  }
+
+  /**
+   * Takes all pending bits of word {@code w}; the caller must tell the DataNode, then free them.
+   */
   long takePending(int w) {
     return (long) WORDS.getAndSet(pending, PAD + w, 0L);
   }
@@ -173,8 +199,10 @@ final class PooledSegment {
     return n;
   }
 
-  /** Slots held by someone: neither free nor pending (a transient claim counts too). */
-  int inUseCount() {
+  /**
+   * Slots held by someone or in flight: neither free nor pending (a transient claim counts too).
+   */
+  int notFreeNorPendingCount() {
     return slotCount - freeCount() - pendingCount();
   }
 

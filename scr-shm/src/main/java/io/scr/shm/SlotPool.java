@@ -3,6 +3,8 @@ package io.scr.shm;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -10,13 +12,13 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
@@ -30,31 +32,47 @@ import org.slf4j.LoggerFactory;
  * releases batched off the reader's thread.
  *
  * <p><b>Steady state.</b> {@link #allocate()} claims a bit in a segment's free bitmap with one CAS
- * and initialises the slot the stock way (store 0, set VALID); it takes no lock and does no I/O.
- * {@link #release(Slot)} sets a bit in the segment's pending bitmap with one atomic OR. The pool's
- * <em>maintenance</em> thread collects pending bits, tells the DataNode through the {@link
- * SlotReleaser} (one call per segment per batch), and only then frees the bits, because the
- * DataNode rejects a slot it still has registered. A separate <em>refill</em> thread calls {@link
- * SegmentSource#fetch()} whenever free plus pending slots fall below the low watermark, or a caller
- * waits on an empty pool, so readers never wait for a segment to load while slots are free.
+ * and makes the slot VALID with one volatile store; it takes no lock, does no I/O and allocates
+ * nothing. {@link #release(Slot)} sets a bit in the segment's pending bitmap with one atomic OR. A
+ * released slot becomes reusable only after the DataNode has been told (the {@link SlotReleaser}
+ * returned), because the DataNode rejects a slot it still has registered. The <em>maintenance</em>
+ * thread tells it in batches (a batch waits at most {@link Builder#releaseBatchDelay}); the
+ * <em>refill</em> thread calls {@link SegmentSource#fetch()} whenever free, pending and in-flight
+ * slots together fall below the low watermark, so readers never wait for a segment to load while
+ * slots are free.
  *
- * <p><b>Concurrency contract.</b> Allocation and release are lock-free. {@code structureLock}
- * guards segment membership and state transitions (adopting, retiring, killing, returning); only
- * the background threads, {@link #segmentDisconnected} and {@link #close()} take it, never the
- * allocation or release fast path. Allocators read the allocation array without a lock and may see
- * a stale one; {@link PooledSegment#tryClaim} handles that race. {@code waitLock} is taken only by
- * callers that found the pool empty and by threads that free slots while someone waits. No lock is
- * held while calling the source or the releaser.
+ * <p><b>Empty pool: nobody waits for a thread that has no CPU.</b> A caller that finds the free
+ * bitmap empty while releases are pending takes a word of pending bits itself (atomically, so each
+ * release is told once), calls the releaser on its own thread, keeps one slot and frees the rest,
+ * handing them first to callers already waiting. Only when nothing is pending (every slot held, or
+ * every release already being told by another thread) does it queue: waiters are served strictly in
+ * arrival order by whoever frees slots next (a release told by any thread, a new segment), and
+ * slots go to the free bitmap only when nobody waits, so a waiter cannot lose freed slots to
+ * callers that arrive later. A caller that has to park asks the refill thread to grow the pool by
+ * as many segments as the release backlog (pending plus in flight) fills, up to {@link
+ * Builder#maxSegments}: a backlog that outruns the pool means the release round trip is too slow
+ * for the allocation rate. A queued caller gives up after {@link Builder#maxAllocationWait} with
+ * {@link SlotPoolExhaustedException}.
  *
- * <p><b>Empty pool.</b> A caller that finds no free slot wakes both background threads, yields a
- * few times, then waits on a condition for at most {@link Builder#maxAllocationWait}, and then gets
- * {@link SlotPoolExhaustedException}. Waits are measured with the injected ticker.
+ * <p><b>Concurrency contract.</b> Allocation and release are lock-free; neither touches a lock on
+ * the fast path. {@code structureLock} guards segment membership and state transitions (adopting,
+ * retiring, killing, returning); it is taken by the background threads, {@link
+ * #segmentDisconnected}, {@link #close()} and by a caller whose releaser call failed. Allocators
+ * read the allocation array without a lock and may see a stale one; {@link PooledSegment#tryClaim}
+ * handles that race. The waiter queue is a lock-free FIFO; a waiter's state moves from WAITING to
+ * FILLED (by the thread that hands it a slot) or CANCELLED (by the waiter: timeout, interrupt,
+ * close) by CAS, so a slot is handed to a waiter at most once and never to a departed one. The
+ * allocation hint ({@code allocHint}) is a plain field: a stale value only changes where the next
+ * scan starts. No lock is held while calling the source or the releaser; the releaser may be called
+ * by several threads at once, each with different slots.
  *
  * <p><b>Shrinking and failure.</b> A wholly free segment is retired and returned to the source
  * while the pool holds more than {@link Builder#highWatermark} free slots (and keeps at least the
- * low watermark). {@link #segmentDisconnected} (the DataNode closed the segment's socket) or a
- * failed release invalidates every slot of the segment at once; holders see VALID clear, and the
- * segment is returned once they have all released. Fetch failures back off exponentially.
+ * low watermark), except within {@value #SURPLUS_HOLD_MILLIS} ms of a caller waiting on a release
+ * backlog (so growth and shrinking do not chase each other). {@link #segmentDisconnected} (the
+ * DataNode closed the segment's socket) or a failed release invalidates every slot of the segment
+ * at once; holders see VALID clear, and the segment is returned once they have all released. Fetch
+ * failures back off exponentially.
  *
  * <p><b>Lifecycle.</b> {@link Builder#build()} starts both threads, which immediately fetch up to
  * the low watermark. {@link #close()} stops them, invalidates every slot, returns every empty
@@ -71,8 +89,21 @@ public final class SlotPool implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(SlotPool.class);
   private static final PooledSegment[] NO_SEGMENTS = new PooledSegment[0];
-  private static final int SPIN_YIELDS = 32;
   static final long NOT_PENDING = Long.MIN_VALUE;
+
+  /** Queued callers spin (yielding) this many rounds before they park. */
+  private static final int SPIN_ROUNDS = 16;
+
+  /** A parked caller re-checks at least this often (a safety net; hand-offs unpark it at once). */
+  private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  /** No surplus is returned within this long of a caller waiting on a release backlog. */
+  static final long SURPLUS_HOLD_MILLIS = 1000;
+
+  private static final long SURPLUS_HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(SURPLUS_HOLD_MILLIS);
+
+  /** Slots in a stock segment; the growth estimate until the first segment arrives. */
+  private static final int STOCK_SLOTS_PER_SEGMENT = 128;
 
   private final String name;
   private final SegmentSource source;
@@ -87,25 +118,51 @@ public final class SlotPool implements AutoCloseable {
   private final long initialBackoffNanos;
   private final long maxBackoffNanos;
 
-  /** Segments allocation scans, lowest index first; copy-on-write under structureLock. */
+  /** Segments allocation scans; copy-on-write under structureLock. */
   private volatile PooledSegment[] active = NO_SEGMENTS;
 
   /** Every segment not yet returned; copy-on-write under structureLock, for lock-free scans. */
   private volatile PooledSegment[] live = NO_SEGMENTS;
+
+  /**
+   * Index in {@code active} where allocation starts scanning: the lowest segment that may have free
+   * slots (allocation packs low, so surplus segments at the end empty out and can be returned).
+   * Plain on purpose: racy reads and writes only move the start of a scan that wraps around;
+   * written only when it changes, so the fast path does not write a shared line.
+   */
+  private int allocHint;
 
   private final ReentrantLock structureLock = new ReentrantLock();
 
   @GuardedBy("structureLock")
   private final Map<ShmId, PooledSegment> byId = new HashMap<>();
 
-  private final ReentrantLock waitLock = new ReentrantLock();
-  private final Condition slotsAvailable = waitLock.newCondition();
-  private final AtomicInteger waiters = new AtomicInteger();
+  /** Callers waiting for a slot, oldest first; may hold departed (cancelled) entries. */
+  private final ConcurrentLinkedQueue<Waiter> waiterQueue = new ConcurrentLinkedQueue<>();
+
+  /** Waiters in state WAITING (may dip below zero for an instant; only {@code > 0} is tested). */
+  private final AtomicInteger waiting = new AtomicInteger();
+
+  /** Slots taken from pending bitmaps whose release is being told: neither free nor pending. */
+  private final AtomicInteger inFlight = new AtomicInteger();
+
+  /** Segments the refill thread should add because callers waited on a release backlog. */
+  private final AtomicInteger segmentsWanted = new AtomicInteger();
+
+  /** When a caller last parked while releases were pending or in flight; NOT_PENDING if never. */
+  private volatile long lastBacklogWaitNanos = NOT_PENDING;
+
+  /** Slots per segment of the last adopted segment: converts a backlog into segments. */
+  private volatile int slotsPerSegment = STOCK_SLOTS_PER_SEGMENT;
 
   private final Thread maintenanceThread;
   private final Thread refillThread;
   private final AtomicBoolean maintenanceWake = new AtomicBoolean();
   private final AtomicBoolean refillWake = new AtomicBoolean();
+
+  /** The maintenance thread is parked with nothing pending: the next release must wake it. */
+  private volatile boolean maintenanceIdle;
+
   private volatile boolean closed;
 
   private final LongAdder allocations = new LongAdder();
@@ -117,6 +174,7 @@ public final class SlotPool implements AutoCloseable {
   private final AtomicLong segmentsReturned = new AtomicLong();
   private final AtomicLong segmentsDisconnected = new AtomicLong();
   private final AtomicLong releaseBatches = new AtomicLong();
+  private final AtomicLong callerReleaseBatches = new AtomicLong();
   private final AtomicLong releaseFailures = new AtomicLong();
   private final Histogram waitNanos = new ConcurrentHistogram(3);
   private volatile Throwable lastFetchFailure;
@@ -165,7 +223,9 @@ public final class SlotPool implements AutoCloseable {
 
   /**
    * A free slot, VALID set and everything else clear. Lock-free and I/O-free while the pool has
-   * free slots; otherwise waits at most the configured maximum allocation wait.
+   * free slots. When it has none but releases are pending, this thread tells the DataNode about a
+   * batch of them (one {@link SlotReleaser} call) and takes one; when nothing is pending it waits
+   * at most the configured maximum allocation wait for a slot to be freed or a segment to arrive.
    *
    * @throws SlotPoolExhaustedException when no slot became free in time (the reader proceeds
    *     without one)
@@ -181,71 +241,140 @@ public final class SlotPool implements AutoCloseable {
     return slot;
   }
 
+  /** One first-fit scan from the hint, wrapping around; null when no active segment has a slot. */
   private Slot tryAllocate() {
     PooledSegment[] segments = active;
-    for (PooledSegment segment : segments) {
-      Slot slot = segment.tryClaim();
+    int n = segments.length;
+    int start = allocHint;
+    if (start >= n) {
+      start = 0;
+    }
+    int i = start;
+    for (int k = 0; k < n; k++) {
+      Slot slot = segments[i].tryClaim();
       if (slot != null) {
+        if (i != start) {
+          allocHint = i;
+        }
         return slot;
+      }
+      if (++i == n) {
+        i = 0;
       }
     }
     return null;
   }
 
+  /** {@code entry} has free slots again: start the next scan there if it is lower. */
+  private void lowerHint(PooledSegment entry) {
+    PooledSegment[] segments = active;
+    int hint = allocHint;
+    for (int i = 0; i < segments.length && i < hint; i++) {
+      if (segments[i] == entry) {
+        allocHint = i;
+        return;
+      }
+    }
+  }
+
   // Thread.yield is deliberate: with more busy threads than cores (the 8-threads-on-2-cores case),
-  // it hands the CPU to the maintenance thread that is about to free slots, before we block.
+  // it hands the CPU to whichever thread is about to free slots, before we park.
   @SuppressWarnings("ThreadPriorityCheck")
   private Slot allocateSlow() throws IOException {
     if (closed) {
       throw closedException();
     }
     long start = ticker.getAsLong();
-    signalMaintenance();
-    signalRefill();
-    if (maxAllocationWaitNanos > 0) {
-      for (int i = 0; i < SPIN_YIELDS; i++) {
-        Thread.yield();
-        Slot slot = tryAllocate();
+    Slot slot = releaseOnCaller();
+    if (slot == null) {
+      slot = tryAllocate();
+    }
+    if (slot != null) {
+      return waited(start, slot);
+    }
+    checkWatermark();
+    if (maxAllocationWaitNanos == 0) {
+      allocationTimeouts.incrementAndGet();
+      throw exhausted(0);
+    }
+    Waiter me = new Waiter(Thread.currentThread());
+    // Queue first, count second: a thread that sees the count also finds the entry.
+    waiterQueue.add(me);
+    waiting.incrementAndGet();
+    long deadline = start + maxAllocationWaitNanos;
+    int round = 0;
+    while (true) {
+      if (me.isFilled()) {
+        return waited(start, me.slot);
+      }
+      // Re-check after queueing: a thread that freed slots before it saw our count left them in
+      // the bitmap. Only the oldest waiter takes from the bitmap, so waiters keep their order.
+      if (waiterQueue.peek() == me) {
+        slot = tryAllocate();
+        if (slot == null) {
+          slot = releaseOnCaller();
+        }
         if (slot != null) {
-          return waited(start, slot);
+          return leaveWith(start, me, slot);
         }
       }
-    }
-    long deadline = start + maxAllocationWaitNanos;
-    waiters.incrementAndGet();
-    try {
-      while (true) {
-        Slot slot = tryAllocate();
-        if (slot != null) {
-          return waited(start, slot);
-        }
-        if (closed) {
+      if (closed) {
+        if (leave(me)) {
           throw closedException();
         }
-        long remaining = deadline - ticker.getAsLong();
-        if (remaining <= 0) {
+        continue; // filled meanwhile: take it
+      }
+      long now = ticker.getAsLong();
+      long remaining = deadline - now;
+      if (remaining <= 0) {
+        if (leave(me)) {
           allocationTimeouts.incrementAndGet();
-          throw exhausted(ticker.getAsLong() - start);
+          throw exhausted(now - start);
         }
-        waitLock.lock();
-        try {
-          // Freeing threads add bits, then signal under waitLock if waiters > 0: no lost wakeup.
-          slot = tryAllocate();
-          if (slot != null) {
-            return waited(start, slot);
-          }
-          slotsAvailable.awaitNanos(remaining);
-        } catch (InterruptedException e) {
+        continue;
+      }
+      if (round < SPIN_ROUNDS) {
+        round++;
+        Thread.yield();
+        continue;
+      }
+      if (round == SPIN_ROUNDS) {
+        round++;
+        requestGrowth();
+      }
+      LockSupport.parkNanos(this, Math.min(remaining, MAX_PARK_NANOS));
+      if (Thread.interrupted()) {
+        if (leave(me)) {
           Thread.currentThread().interrupt();
           throw new InterruptedIOException(
               "interrupted while waiting for a shared-memory slot of " + name);
-        } finally {
-          waitLock.unlock();
         }
+        Thread.currentThread().interrupt(); // filled meanwhile: keep the slot and the flag
       }
-    } finally {
-      waiters.decrementAndGet();
     }
+  }
+
+  /** Leaves the queue; false when a slot was handed over first (then it must be taken). */
+  private boolean leave(Waiter me) {
+    if (!me.cancel()) {
+      return false;
+    }
+    waiting.decrementAndGet();
+    waiterQueue.remove(me);
+    return true;
+  }
+
+  /** A queued caller found a slot itself: leave the queue, or, if handed one meanwhile, pass on. */
+  private Slot leaveWith(long start, Waiter me, Slot found) {
+    if (leave(me)) {
+      if (waiting.get() > 0) {
+        serveWaitersFromBitmap(); // we may have been the head that others wait behind
+      }
+      return waited(start, found);
+    }
+    // Someone handed us a slot while we found another: the found one goes to the next waiter.
+    passOn(found);
+    return waited(start, me.slot);
   }
 
   private Slot waited(long start, Slot slot) {
@@ -284,8 +413,9 @@ public final class SlotPool implements AutoCloseable {
 
   /**
    * Releases a slot the DataNode registered (it was sent with a REQUEST_SHORT_CIRCUIT_FDS that
-   * succeeded). O(1) on the caller's thread: one atomic OR; the DataNode is told in the background
-   * and the slot is reusable after that. The caller must not touch the slot afterwards.
+   * succeeded). O(1) on the caller's thread: one atomic OR, and no I/O; the DataNode is told later
+   * (by the maintenance thread, or by an allocating caller that finds the pool otherwise empty) and
+   * the slot is reusable after that. The caller must not touch the slot afterwards.
    *
    * @throws IllegalArgumentException when the slot is not from this pool
    * @throws IllegalStateException when the slot is detected as released twice
@@ -297,7 +427,21 @@ public final class SlotPool implements AutoCloseable {
     if (closed) {
       processAfterClose();
     } else if (firstInWord) {
+      onFirstPending();
+    }
+  }
+
+  /** The first release of a word since it was last taken: make sure someone will tell it. */
+  private void onFirstPending() {
+    if (maintenanceIdle) {
       signalMaintenance();
+    }
+    if (waiting.get() > 0) {
+      // The oldest waiter tells this release itself rather than wait for a background thread.
+      Waiter head = waiterQueue.peek();
+      if (head != null) {
+        LockSupport.unpark(head.thread);
+      }
     }
   }
 
@@ -315,7 +459,9 @@ public final class SlotPool implements AutoCloseable {
       processAfterClose();
       return;
     }
-    signalWaiters();
+    if (waiting.get() > 0) {
+      serveWaitersFromBitmap();
+    }
     if (entry.state() != PooledSegment.ACTIVE) {
       signalMaintenance();
     }
@@ -366,10 +512,198 @@ public final class SlotPool implements AutoCloseable {
     return true;
   }
 
+  // ------------------------------------------------------------------ telling releases
+
+  /**
+   * The pool has no free slot: take one word of pending releases of an active segment, tell the
+   * DataNode on this thread, keep one slot and free the rest (waiters first). Null when nothing was
+   * pending, the release failed, or the segment died meanwhile.
+   */
+  private Slot releaseOnCaller() {
+    PooledSegment[] segments = active;
+    for (PooledSegment entry : segments) {
+      for (int w = 0; w < entry.wordCount(); w++) {
+        if (!entry.hasPending(w)) {
+          continue;
+        }
+        long bits = entry.takePending(w);
+        if (bits != 0) {
+          return tellAndFree(entry, w, bits, true);
+        }
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Tells the DataNode about {@code bits} (taken from pending word {@code w} of {@code entry}) in
+   * calls of at most the maximum batch, then frees them. On a caller's thread ({@code onCaller}),
+   * returns one of them initialised for the caller (null if the segment died meanwhile).
+   */
+  private Slot tellAndFree(PooledSegment entry, int w, long bits, boolean onCaller) {
+    int n = Long.bitCount(bits);
+    inFlight.addAndGet(n);
+    try {
+      ReleaseBuffer buffer = ReleaseBuffer.acquire();
+      try {
+        long rest = bits;
+        while (rest != 0) {
+          long chunk = lowestBits(rest, maxReleaseBatch);
+          rest ^= chunk;
+          buffer.add(entry.segment, w, chunk);
+          tell(entry, buffer.view, onCaller);
+          buffer.clear();
+        }
+      } finally {
+        buffer.recycle();
+      }
+      Slot mine = null;
+      if (onCaller) {
+        long bit = bits & -bits;
+        bits ^= bit;
+        mine = entry.initClaimed(w, bit); // null (bit freed) if the segment died
+      }
+      distribute(entry, w, bits);
+      return mine;
+    } finally {
+      inFlight.addAndGet(-n);
+    }
+  }
+
+  /** The {@code k} lowest set bits of {@code bits} (all of them if it has no more than k). */
+  private static long lowestBits(long bits, int k) {
+    if (Long.bitCount(bits) <= k) {
+      return bits;
+    }
+    long chunk = 0;
+    for (int i = 0; i < k; i++) {
+      long bit = bits & -bits;
+      bits ^= bit;
+      chunk |= bit;
+    }
+    return chunk;
+  }
+
+  /**
+   * One {@link SlotReleaser} call, unless the segment is dead or the pool closed (the DataNode
+   * drops the slots with the segment then). A failure gives up the segment as stock does.
+   */
+  private void tell(PooledSegment entry, List<SlotId> slots, boolean onCaller) {
+    if (slots.isEmpty() || entry.state() == PooledSegment.DEAD || closed) {
+      return;
+    }
+    releaseBatches.incrementAndGet();
+    if (onCaller) {
+      callerReleaseBatches.incrementAndGet();
+    }
+    try {
+      releaser.release(slots);
+    } catch (IOException | RuntimeException e) {
+      releaseFailures.incrementAndGet();
+      LOG.warn(
+          "Releasing {} slots of segment {} of {} failed; giving up the segment as stock does",
+          slots.size(),
+          entry.segment.id(),
+          name,
+          e);
+      boolean killed;
+      structureLock.lock();
+      try {
+        killed = kill(entry);
+      } finally {
+        structureLock.unlock();
+      }
+      if (killed) {
+        segmentsDisconnected.incrementAndGet();
+        signalMaintenance();
+        signalRefill();
+      }
+    }
+  }
+
+  /**
+   * Frees {@code bits} of word {@code w}, which the DataNode no longer has registered (or which
+   * belong to a dead segment): straight to waiting callers, oldest first, while the segment is
+   * active; the rest into the free bitmap.
+   */
+  private void distribute(PooledSegment entry, int w, long bits) {
+    while (bits != 0 && waiting.get() > 0 && entry.state() == PooledSegment.ACTIVE) {
+      long bit = bits & -bits;
+      bits ^= bit;
+      Slot slot = entry.initClaimed(w, bit);
+      if (slot == null) {
+        break; // died: initClaimed freed the bit, the rest follows below
+      }
+      if (!handToWaiter(slot)) {
+        slot.makeInvalid();
+        bits |= bit;
+        break;
+      }
+    }
+    if (bits != 0) {
+      entry.addFree(w, bits);
+      lowerHint(entry);
+    }
+    // A caller may have queued after we looked: it saw no free slot, so it must see our count.
+    if (waiting.get() > 0) {
+      serveWaitersFromBitmap();
+    }
+  }
+
+  /** Gives an initialised slot to the oldest waiter still waiting; false when there is none. */
+  private boolean handToWaiter(Slot slot) {
+    Waiter w;
+    while ((w = waiterQueue.poll()) != null) {
+      if (w.fill(slot)) {
+        waiting.decrementAndGet();
+        LockSupport.unpark(w.thread);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Moves slots from the free bitmap to waiters, oldest first, while both exist. Stops at the first
+   * counted waiter it cannot find (one that is just leaving or being served): a waiter re-checks on
+   * its own at least every {@link #MAX_PARK_NANOS}.
+   */
+  private void serveWaitersFromBitmap() {
+    while (waiting.get() > 0) {
+      Slot slot = tryAllocate();
+      if (slot == null) {
+        return;
+      }
+      if (!handToWaiter(slot)) {
+        putBack(slot);
+        return;
+      }
+    }
+  }
+
+  /** A slot initialised for someone who no longer needs it: to the next waiter or the bitmap. */
+  private void passOn(Slot slot) {
+    if (!handToWaiter(slot)) {
+      putBack(slot);
+    }
+  }
+
+  private void putBack(Slot slot) {
+    slot.makeInvalid();
+    slot.segment().poolEntry.freeDirectly(slot.index());
+  }
+
   // ------------------------------------------------------------------ background work
 
+  /** A free word ran dry (once per 64 allocations): make sure the pool grows if it runs low. */
   void onFreeWordExhausted() {
-    signalMaintenance();
+    checkWatermark();
+  }
+
+  private void checkWatermark() {
+    if (needsSegment()) {
+      signalRefill();
+    }
   }
 
   void signalMaintenance() {
@@ -384,32 +718,42 @@ public final class SlotPool implements AutoCloseable {
     }
   }
 
-  private void signalWaiters() {
-    if (waiters.get() > 0) {
-      waitLock.lock();
-      try {
-        slotsAvailable.signalAll();
-      } finally {
-        waitLock.unlock();
-      }
+  /** A caller is about to park: grow by the segments the release backlog fills. */
+  private void requestGrowth() {
+    int backlog = pendingSlots() + Math.max(0, inFlight.get());
+    if (backlog > 0) {
+      lastBacklogWaitNanos = ticker.getAsLong();
     }
+    int perSegment = slotsPerSegment;
+    int want = Math.max(1, (backlog + perSegment - 1) / perSegment);
+    int current;
+    do {
+      current = segmentsWanted.get();
+    } while (current < want && !segmentsWanted.compareAndSet(current, want));
+    signalRefill();
   }
 
   private void maintenanceLoop() {
-    List<SlotId> batch = new ArrayList<>(maxReleaseBatch);
     while (!closed) {
       maintenanceWake.set(false);
       try {
-        long parkNanos = maintainOnce(batch);
-        if (closed || maintenanceWake.get()) {
+        long parkNanos = maintainOnce();
+        if (closed || maintenanceWake.get() || parkNanos < 0) {
           continue;
         }
-        if (parkNanos == 0) {
-          LockSupport.park(this);
-        } else if (parkNanos > 0) {
+        if (parkNanos > 0) {
           LockSupport.parkNanos(this, parkNanos);
+          continue;
         }
+        // Nothing pending: sleep until a release (or anything else) wakes us. Announce it first,
+        // then look again, so a release that ran before the announcement is not missed.
+        maintenanceIdle = true;
+        if (pendingSlots() == 0 && !maintenanceWake.get() && !closed) {
+          LockSupport.park(this);
+        }
+        maintenanceIdle = false;
       } catch (RuntimeException | Error e) {
+        maintenanceIdle = false;
         LOG.error("Slot pool {} maintenance failed; retrying", name, e);
         LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
       }
@@ -418,13 +762,13 @@ public final class SlotPool implements AutoCloseable {
 
   /**
    * One maintenance pass. Returns how long to park: 0 = until signalled, negative = run again at
-   * once, positive = at most that many nanoseconds (a release batch is maturing).
+   * once, positive = at most that many nanoseconds (a release batch is maturing, or surplus is on
+   * hold).
    */
-  private long maintainOnce(List<SlotId> batch) {
+  private long maintainOnce() {
     PooledSegment[] segments = live;
     long now = ticker.getAsLong();
-    int free = freeSlots();
-    boolean urgent = free < lowWatermark || waiters.get() > 0;
+    boolean urgent = waiting.get() > 0;
     long parkNanos = 0;
     boolean released = false;
     for (PooledSegment entry : segments) {
@@ -441,94 +785,55 @@ public final class SlotPool implements AutoCloseable {
           || pending >= maxReleaseBatch
           || age >= releaseBatchDelayNanos
           || entry.state() == PooledSegment.DEAD) {
-        releasePending(entry, batch);
+        releasePending(entry);
         entry.pendingSinceNanos = NOT_PENDING;
         released = true;
       } else {
-        long wait = releaseBatchDelayNanos - age;
-        parkNanos = parkNanos == 0 ? wait : Math.min(parkNanos, wait);
+        parkNanos = shorter(parkNanos, releaseBatchDelayNanos - age);
       }
     }
-    if (released) {
-      signalWaiters();
-    }
-    retireSurplus();
+    parkNanos = shorter(parkNanos, retireSurplus(now));
     returnEmptySegments();
-    if (needsSegment()) {
-      signalRefill();
-    }
+    checkWatermark();
     return released ? -1 : parkNanos;
   }
 
-  /** Sends and frees the pending releases of one segment. Maintenance thread (or after close). */
-  private void releasePending(PooledSegment entry, List<SlotId> batch) {
-    int words = entry.wordCount();
-    long[] taken = new long[words];
-    for (int w = 0; w < words; w++) {
-      taken[w] = entry.takePending(w);
+  private static long shorter(long parkNanos, long wait) {
+    if (wait <= 0) {
+      return parkNanos;
     }
-    if (entry.state() != PooledSegment.DEAD && !closed) {
-      batch.clear();
-      for (int w = 0; w < words; w++) {
-        long bits = taken[w];
-        while (bits != 0) {
-          int index = (w << 6) + Long.numberOfTrailingZeros(bits);
-          bits &= bits - 1;
-          batch.add(entry.segment.slot(index).id());
-          if (batch.size() == maxReleaseBatch) {
-            sendReleases(entry, batch);
-          }
+    return parkNanos == 0 ? wait : Math.min(parkNanos, wait);
+  }
+
+  /**
+   * Tells and frees every pending release of one segment, a word at a time, so that a descheduled
+   * maintenance thread never holds more than one word of slots out of circulation.
+   */
+  private void releasePending(PooledSegment entry) {
+    for (int w = 0; w < entry.wordCount(); w++) {
+      if (entry.hasPending(w)) {
+        long bits = entry.takePending(w);
+        if (bits != 0) {
+          tellAndFree(entry, w, bits, false);
         }
       }
-      if (!batch.isEmpty()) {
-        sendReleases(entry, batch);
-      }
-    }
-    // Even a failed release frees the bits: the segment is DEAD then and returned once empty.
-    for (int w = 0; w < words; w++) {
-      if (taken[w] != 0) {
-        entry.addFree(w, taken[w]);
-      }
     }
   }
 
-  private void sendReleases(PooledSegment entry, List<SlotId> batch) {
-    if (entry.state() == PooledSegment.DEAD) {
-      batch.clear();
-      return;
+  /**
+   * Retires wholly free segments while free slots exceed the high watermark, unless a caller
+   * recently waited on a release backlog; returns how long that hold still lasts (0 if none).
+   */
+  private long retireSurplus(long now) {
+    long lastWait = lastBacklogWaitNanos;
+    if (lastWait != NOT_PENDING && now - lastWait < SURPLUS_HOLD_NANOS) {
+      return freeSlots() > highWatermark ? SURPLUS_HOLD_NANOS - (now - lastWait) : 0;
     }
-    releaseBatches.incrementAndGet();
-    try {
-      releaser.release(Collections.unmodifiableList(batch));
-    } catch (IOException | RuntimeException e) {
-      releaseFailures.incrementAndGet();
-      LOG.warn(
-          "Releasing {} slots of segment {} of {} failed; giving up the segment as stock does",
-          batch.size(),
-          entry.segment.id(),
-          name,
-          e);
-      boolean killed;
-      structureLock.lock();
-      try {
-        killed = kill(entry);
-      } finally {
-        structureLock.unlock();
-      }
-      if (killed) {
-        segmentsDisconnected.incrementAndGet();
-        signalRefill();
-      }
-    }
-    batch.clear();
-  }
-
-  private void retireSurplus() {
     while (true) {
       PooledSegment[] segments = active;
       int free = freeSlots();
       if (free <= highWatermark) {
-        return;
+        return 0;
       }
       PooledSegment candidate = null;
       // Allocation packs low indexes, so the emptiest segments are at the end.
@@ -539,7 +844,7 @@ public final class SlotPool implements AutoCloseable {
         }
       }
       if (candidate == null) {
-        return;
+        return 0;
       }
       structureLock.lock();
       try {
@@ -585,15 +890,40 @@ public final class SlotPool implements AutoCloseable {
     }
   }
 
+  /**
+   * Whether the refill thread should fetch: callers waited on a backlog the pool is too small for,
+   * or free, pending and in-flight slots together are below the low watermark.
+   */
   private boolean needsSegment() {
     if (closed || live.length >= maxSegments) {
       return false;
     }
-    int free = freeSlots();
-    int pending = pendingSlots();
-    // A caller waiting on an empty pool while releases are still in flight means the pool is too
-    // small for the release round trip (or the maintenance thread is starved of CPU): grow it.
-    return free + pending < lowWatermark || (waiters.get() > 0 && free == 0);
+    if (segmentsWanted.get() > 0) {
+      if (waiting.get() > 0 || freeSlots() < lowWatermark) {
+        return true;
+      }
+      segmentsWanted.set(0); // the waiters were served otherwise
+    }
+    return !atLeastAvailable(lowWatermark);
+  }
+
+  /** Free + pending + in-flight ≥ n; scans from the emptiest segments and stops early. */
+  private boolean atLeastAvailable(int n) {
+    int sum = Math.max(0, inFlight.get());
+    if (sum >= n) {
+      return true;
+    }
+    PooledSegment[] segments = live;
+    for (int i = segments.length - 1; i >= 0; i--) {
+      PooledSegment entry = segments[i];
+      if (entry.state() == PooledSegment.ACTIVE) {
+        sum += entry.freeCount() + entry.pendingCount();
+        if (sum >= n) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private void refillLoop() {
@@ -635,6 +965,10 @@ public final class SlotPool implements AutoCloseable {
       }
       backoff = initialBackoffNanos;
       segmentFetches.incrementAndGet();
+      int wanted;
+      do {
+        wanted = segmentsWanted.get();
+      } while (wanted > 0 && !segmentsWanted.compareAndSet(wanted, wanted - 1));
       adopt(segment);
     }
   }
@@ -663,7 +997,8 @@ public final class SlotPool implements AutoCloseable {
       source.returnSegment(segment);
       return;
     }
-    signalWaiters();
+    slotsPerSegment = Math.max(1, segment.slotCount());
+    serveWaitersFromBitmap();
   }
 
   // ------------------------------------------------------------------ gauges and stats
@@ -687,12 +1022,13 @@ public final class SlotPool implements AutoCloseable {
   /** A snapshot of the counters and gauges; cheap enough for a metrics poll, not for a read. */
   public SlotPoolStats stats() {
     PooledSegment[] segments = live;
-    int inUse = 0;
+    int notFreeNorPending = 0;
     int pending = 0;
     for (PooledSegment entry : segments) {
-      inUse += entry.inUseCount();
+      notFreeNorPending += entry.notFreeNorPendingCount();
       pending += entry.pendingCount();
     }
+    int told = Math.max(0, inFlight.get());
     long allocs = allocations.sum();
     Histogram waits = waitNanos.copy();
     waits.recordValueWithCount(0, Math.max(0, allocs - waits.getTotalCount()));
@@ -704,7 +1040,9 @@ public final class SlotPool implements AutoCloseable {
     };
     return new SlotPoolStats(
         name,
-        new int[] {inUse, freeSlots(), pending, segments.length},
+        new int[] {
+          Math.max(0, notFreeNorPending - told), freeSlots(), pending + told, segments.length
+        },
         new long[] {
           allocs,
           releases.sum(),
@@ -715,7 +1053,8 @@ public final class SlotPool implements AutoCloseable {
           segmentsReturned.get(),
           segmentsDisconnected.get(),
           releaseBatches.get(),
-          releaseFailures.get()
+          releaseFailures.get(),
+          callerReleaseBatches.get()
         },
         percentiles);
   }
@@ -742,11 +1081,8 @@ public final class SlotPool implements AutoCloseable {
     refillThread.interrupt();
     joinQuietly(maintenanceThread);
     joinQuietly(refillThread);
-    waitLock.lock();
-    try {
-      slotsAvailable.signalAll();
-    } finally {
-      waitLock.unlock();
+    for (Waiter w : waiterQueue) {
+      LockSupport.unpark(w.thread);
     }
     structureLock.lock();
     try {
@@ -778,7 +1114,7 @@ public final class SlotPool implements AutoCloseable {
   private void processAfterClose() {
     for (PooledSegment entry : live) {
       if (entry.pendingCount() > 0) {
-        releasePending(entry, new ArrayList<>(0));
+        releasePending(entry);
       }
     }
     returnEmptySegments();
@@ -807,6 +1143,95 @@ public final class SlotPool implements AutoCloseable {
   @Override
   public String toString() {
     return "SlotPool{" + name + (closed ? ", closed}" : "}");
+  }
+
+  /**
+   * A caller queued for a slot. WAITING → FILLED (a freeing thread stored {@code slot} first, so
+   * the waiter sees it after reading the state) or WAITING → CANCELLED (the waiter left).
+   */
+  private static final class Waiter {
+    private static final int WAITING = 0;
+    private static final int FILLED = 1;
+    private static final int CANCELLED = 2;
+    private static final VarHandle STATE;
+
+    static {
+      try {
+        STATE = MethodHandles.lookup().findVarHandle(Waiter.class, "state", int.class);
+      } catch (ReflectiveOperationException e) {
+        throw new ExceptionInInitializerError(e);
+      }
+    }
+
+    final Thread thread;
+    private volatile int state;
+
+    /** Written by the filling thread before its CAS; read by the waiter after seeing FILLED. */
+    Slot slot;
+
+    Waiter(Thread thread) {
+      this.thread = thread;
+    }
+
+    boolean fill(Slot s) {
+      slot = s;
+      return STATE.compareAndSet(this, WAITING, FILLED);
+    }
+
+    boolean cancel() {
+      return STATE.compareAndSet(this, WAITING, CANCELLED);
+    }
+
+    boolean isFilled() {
+      return state == FILLED;
+    }
+  }
+
+  /**
+   * The list handed to the {@link SlotReleaser}: reused per thread so that telling a release
+   * allocates nothing. Valid only during the releaser call (documented on {@link SlotReleaser}).
+   */
+  private static final class ReleaseBuffer {
+    private static final ThreadLocal<ReleaseBuffer> PER_THREAD = new ThreadLocal<>();
+
+    final ArrayList<SlotId> ids;
+    final List<SlotId> view;
+    private boolean inUse;
+
+    private ReleaseBuffer() {
+      ids = new ArrayList<>(64);
+      view = Collections.unmodifiableList(ids);
+    }
+
+    /** This thread's buffer, or a fresh one if it is in use (a releaser that re-entered). */
+    static ReleaseBuffer acquire() {
+      ReleaseBuffer b = PER_THREAD.get();
+      if (b == null) {
+        b = new ReleaseBuffer();
+        PER_THREAD.set(b);
+      } else if (b.inUse) {
+        b = new ReleaseBuffer();
+      }
+      b.inUse = true;
+      return b;
+    }
+
+    void add(Segment segment, int w, long bits) {
+      while (bits != 0) {
+        long bit = bits & -bits;
+        bits ^= bit;
+        ids.add(segment.slot((w << 6) + Long.numberOfTrailingZeros(bit)).id());
+      }
+    }
+
+    void clear() {
+      ids.clear();
+    }
+
+    void recycle() {
+      ids.clear();
+      inUse = false;
+    }
   }
 
   /** Configuration for a {@link SlotPool}; defaults in docs/shm.md. Not thread-safe. */

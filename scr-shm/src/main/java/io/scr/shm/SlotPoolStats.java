@@ -21,6 +21,7 @@ public final class SlotPoolStats {
   private final long segmentsDisconnected;
   private final long releaseBatches;
   private final long releaseFailures;
+  private final long callerReleaseBatches;
   private final long waitP50Nanos;
   private final long waitP99Nanos;
   private final long waitP999Nanos;
@@ -42,6 +43,7 @@ public final class SlotPoolStats {
     this.segmentsDisconnected = counters[7];
     this.releaseBatches = counters[8];
     this.releaseFailures = counters[9];
+    this.callerReleaseBatches = counters[10];
     this.waitP50Nanos = waitPercentiles[0];
     this.waitP99Nanos = waitPercentiles[1];
     this.waitP999Nanos = waitPercentiles[2];
@@ -83,7 +85,10 @@ public final class SlotPoolStats {
     return releases;
   }
 
-  /** Allocations that found the pool empty and waited (and then got a slot). */
+  /**
+   * Allocations that found no free slot and got one on the slow path: by telling pending releases
+   * themselves, or after waiting.
+   */
   public long allocationsThatWaited() {
     return allocationsThatWaited;
   }
@@ -121,6 +126,15 @@ public final class SlotPoolStats {
   /** Calls to the {@link SlotReleaser} that failed. */
   public long releaseFailures() {
     return releaseFailures;
+  }
+
+  /**
+   * Calls to the {@link SlotReleaser} made on an allocating caller's thread because the pool had no
+   * free slot but had pending releases (part of {@link #releaseBatches()}). Frequent ones mean the
+   * pool is small for the allocation rate or the background thread is short of CPU.
+   */
+  public long callerReleaseBatches() {
+    return callerReleaseBatches;
   }
 
   /** Median allocation wait, ns (allocations that did not wait count as 0). */
@@ -175,6 +189,8 @@ public final class SlotPoolStats {
         + releaseBatches
         + ", releaseFailures="
         + releaseFailures
+        + ", callerReleaseBatches="
+        + callerReleaseBatches
         + ", waitNs{p50="
         + waitP50Nanos
         + ", p99="

@@ -9,11 +9,17 @@ import java.util.List;
  * each slot; only then may the client reuse it, because the DataNode rejects a slot it still has
  * registered.
  *
- * <p>Threading: called only from the {@link SlotPool}'s maintenance thread, one call at a time,
- * never on a reader's thread; each call carries slots of <em>one</em> segment, at most the pool's
- * release batch size. On return the slots go back to the pool's free bitmap. If it throws, the pool
- * gives up the whole segment as stock does (every slot invalidated, no more allocations from it,
- * returned to the {@link SegmentSource} once empty, which makes the DataNode drop it).
+ * <p>Threading: called by the {@link SlotPool}'s maintenance thread, which sends batches off the
+ * readers' threads; and, only when the pool is otherwise empty (no free slot, releases pending), by
+ * an allocating caller, which tells one batch itself instead of waiting for a background thread
+ * that may be short of CPU. So calls may run concurrently on different threads; implementations
+ * must be thread-safe. Each call carries slots of <em>one</em> segment, at most the pool's release
+ * batch size, and no slot is in two calls. The list is valid only during the call (it is reused
+ * afterwards): copy it to keep it. On return the slots go back to the pool (first to waiting
+ * callers). If it throws, the pool gives up the whole segment as stock does (every slot
+ * invalidated, no more allocations from it, returned to the {@link SegmentSource} once empty, which
+ * makes the DataNode drop it). It must not call back into the pool, and should bound its own I/O (a
+ * caller that tells a batch is not bounded by the pool's allocation wait).
  */
 @FunctionalInterface
 public interface SlotReleaser {
