@@ -1,11 +1,9 @@
 package io.scr.benchmarks.read;
 
-import io.scr.testing.DataNodeMode;
-import io.scr.testing.MiniDfs;
-import io.scr.testing.StockNative;
 import java.io.IOException;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -22,39 +20,30 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Random 4 KiB positional reads with checksums verified, HBase's hot path, through every {@link
- * ReadPathType} in the same run: the raw {@code FileChannel} pread of the block file, stock
- * short-circuit reads with three buffer sizes, stock TCP, the scr accessor and {@code
- * ScrFileSystem}. Targets: ScrFileSystem at most 1.5x RAW_PREAD, the accessor at most 3x, and about
- * 0 B/op for ScrFileSystem under {@code -prof gc}.
+ * Random positional reads with checksums verified (HBase's hot path), page cache warm, through
+ * every {@link ReadPathType} in the same run, at 4 KiB and 64 KiB and at 1, 2, 8 and 32 threads
+ * (one method per thread count; the report folds them into one table). Score: µs per read, for each
+ * thread (so throughput is threads / score).
  *
- * <p>The cluster is one DataNode in STOCK_SCR mode (stock libhadoop, so stock short-circuit reads
- * work in this JVM); the file has {@value #BLOCKS} blocks of {@value #BLOCK_SIZE} bytes and is read
- * once in setup so it sits in the page cache; offsets are a pre-computed uniform random sequence,
- * not aligned to checksum chunks.
+ * <p>Targets (issue 7, ratios within one run): at 4 KiB and one thread {@code SCR_FILESYSTEM} takes
+ * at most 1.5x the time of {@code RAW_PREAD}, is at least 2.5x faster than {@code STOCK_SCR_TUNED}
+ * and 8x faster than {@code STOCK_SCR_HBASE}; two threads give at least 1.7x the one-thread
+ * throughput, 32 threads at least 0.9x the two-thread throughput; about 0 B/op for {@code
+ * SCR_FILESYSTEM} under {@code -prof gc}.
  *
- * <pre>
- * mvn -B -q -pl benchmarks -am package -DskipTests
- * java $FLAGS -Djava.library.path=benchmarks/target/native \
- *     -cp benchmarks/target/benchmarks-0.1.0-SNAPSHOT.jar:$(cat benchmarks/target/classpath.txt) \
- *     org.openjdk.jmh.Main 'io.scr.benchmarks.read.*' -f 1 -wi 3 -w 2s -i 5 -r 2s -prof gc \
- *     -jvmArgsAppend "$FLAGS -Djava.library.path=benchmarks/target/native"
- * </pre>
- *
- * where {@code FLAGS} holds the {@code --add-opens} Hadoop needs on JDK 17 (see
- * docs/benchmarks.md).
+ * <p>The file has {@value #BLOCKS} blocks of {@value #BLOCK_SIZE} bytes, read entirely and checked
+ * in setup. Each thread reads its own pre-computed uniform random sequence of offsets, not aligned
+ * to checksum chunks; a read may cross a block boundary.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 2)
-@Measurement(iterations = 5, time = 2)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
 @Fork(1)
-@Threads(1)
 public class PreadBenchmark {
   static final int BLOCK_SIZE = 4 << 20;
   static final int BLOCKS = 4;
-  static final int READ = 4096;
   private static final int SEQUENCE = 1 << 14;
   private static final String FILE = "/bench/pread";
 
@@ -65,53 +54,75 @@ public class PreadBenchmark {
     "STOCK_SCR_TUNED",
     "STOCK_TCP",
     "SCR_ACCESSOR",
-    "SCR_FILESYSTEM"
+    "SCR_FILESYSTEM",
+    "SCR_ACCESSOR_SHIM",
+    "SCR_FILESYSTEM_SHIM"
   })
   ReadPathType path;
 
-  private MiniDfs dfs;
-  private ReadPathType.Reader reader;
-  private final long[] offsets = new long[SEQUENCE];
-  private final byte[] buf = new byte[READ];
-  private int next;
+  @Param({"4096", "65536"})
+  int readSize;
+
+  BenchFile file;
+  private final AtomicInteger threadSeeds = new AtomicInteger();
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
-    StockNative.requireAvailable();
-    dfs = MiniDfs.builder().blockSize(BLOCK_SIZE).mode(DataNodeMode.STOCK_SCR).start();
-    long length = (long) BLOCK_SIZE * BLOCKS;
-    byte[] written = dfs.writeRandomFile(FILE, (int) length, 11);
-    reader = path.open(dfs, FILE);
-    SplittableRandom random = new SplittableRandom(13);
-    for (int i = 0; i < SEQUENCE; i++) {
-      offsets[i] = random.nextLong(length - READ);
+    file = BenchFile.create(path, FILE, BLOCK_SIZE, BLOCKS, c -> {}, c -> {});
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() throws IOException {
+    if (file != null) {
+      file.close();
     }
-    // Warm the page cache and prove the path returns the written bytes before measuring.
-    byte[] whole = new byte[READ];
-    for (long pos = 0; pos + READ <= length; pos += READ) {
-      reader.readFully(pos, whole);
-      for (int i = 0; i < READ; i++) {
-        if (whole[i] != written[(int) pos + i]) {
-          throw new IllegalStateException(path + " returned wrong bytes at " + (pos + i));
-        }
+  }
+
+  /** One benchmark thread's buffer and offsets. */
+  @State(Scope.Thread)
+  public static class ThreadReads {
+    ReadPathType.Buffer buf;
+    final long[] offsets = new long[SEQUENCE];
+    int next;
+
+    @Setup(Level.Trial)
+    public void setUp(PreadBenchmark bench) {
+      buf = new ReadPathType.Buffer(bench.readSize);
+      SplittableRandom random = new SplittableRandom(13 + bench.threadSeeds.getAndIncrement());
+      for (int i = 0; i < SEQUENCE; i++) {
+        long off = random.nextLong(bench.file.length - bench.readSize);
+        offsets[i] = off % 512 == 0 ? off + 1 : off;
       }
     }
   }
 
-  @TearDown(Level.Trial)
-  public void tearDown() {
-    if (reader != null) {
-      ReadPathType.closeQuietly(reader);
-    }
-    if (dfs != null) {
-      dfs.close();
-    }
+  private byte pread(ThreadReads t) throws IOException {
+    long pos = t.offsets[t.next++ & (SEQUENCE - 1)];
+    file.reader.readFully(pos, t.buf);
+    return t.buf.array()[(int) (pos & 511)];
   }
 
   @Benchmark
-  public byte pread4k() throws IOException {
-    long pos = offsets[next++ & (SEQUENCE - 1)];
-    reader.readFully(pos, buf);
-    return buf[(int) (pos & (READ - 1))];
+  @Threads(1)
+  public byte pread_t1(ThreadReads t) throws IOException {
+    return pread(t);
+  }
+
+  @Benchmark
+  @Threads(2)
+  public byte pread_t2(ThreadReads t) throws IOException {
+    return pread(t);
+  }
+
+  @Benchmark
+  @Threads(8)
+  public byte pread_t8(ThreadReads t) throws IOException {
+    return pread(t);
+  }
+
+  @Benchmark
+  @Threads(32)
+  public byte pread_t32(ThreadReads t) throws IOException {
+    return pread(t);
   }
 }

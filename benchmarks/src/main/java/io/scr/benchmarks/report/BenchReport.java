@@ -48,13 +48,31 @@ public final class BenchReport {
       double score,
       double error,
       String unit,
-      Double allocBytesPerOp) {
+      Double allocBytesPerOp,
+      Map<String, Double> percentiles,
+      Map<String, Double> secondary) {
 
+    /**
+     * {@code Class.method}, with a {@code _t<threads>} suffix dropped: methods that differ only in
+     * their {@code @Threads} make one group whose categories name the thread count.
+     */
     String group() {
       String[] parts = benchmark.split("\\.");
-      return parts.length >= 2
-          ? parts[parts.length - 2] + "." + parts[parts.length - 1]
-          : benchmark;
+      String g =
+          parts.length >= 2 ? parts[parts.length - 2] + "." + parts[parts.length - 1] : benchmark;
+      return g.replaceFirst("_t\\d+$", "");
+    }
+
+    /** The value at percentile {@code p} (e.g. 99.0) of a sample-time result, or NaN. */
+    double percentile(double p) {
+      Double v = percentiles.get(String.format(Locale.ROOT, "%.1f", p));
+      return v == null ? Double.NaN : v;
+    }
+
+    /** A secondary metric's score (e.g. an aux counter), or NaN. */
+    double secondaryScore(String name) {
+      Double v = secondary.get(name);
+      return v == null ? Double.NaN : v;
     }
 
     String adapter() {
@@ -168,6 +186,20 @@ public final class BenchReport {
       if (alloc.isMissingNode()) {
         alloc = r.path("secondaryMetrics").path("·gc.alloc.rate.norm");
       }
+      Map<String, Double> percentiles = new TreeMap<>();
+      for (Iterator<Map.Entry<String, JsonNode>> it = primary.path("scorePercentiles").fields();
+          it.hasNext(); ) {
+        Map.Entry<String, JsonNode> e = it.next();
+        percentiles.put(
+            String.format(Locale.ROOT, "%.1f", Double.parseDouble(e.getKey())),
+            e.getValue().asDouble());
+      }
+      Map<String, Double> secondary = new TreeMap<>();
+      for (Iterator<Map.Entry<String, JsonNode>> it = r.path("secondaryMetrics").fields();
+          it.hasNext(); ) {
+        Map.Entry<String, JsonNode> e = it.next();
+        secondary.put(e.getKey().replace("·", ""), e.getValue().path("score").asDouble());
+      }
       rows.add(
           new Row(
               r.path("benchmark").asText(),
@@ -177,7 +209,9 @@ public final class BenchReport {
               primary.path("score").asDouble(Double.NaN),
               primary.path("scoreError").asDouble(Double.NaN),
               primary.path("scoreUnit").asText(),
-              alloc.isMissingNode() ? null : alloc.path("score").asDouble()));
+              alloc.isMissingNode() ? null : alloc.path("score").asDouble(),
+              percentiles,
+              secondary));
     }
     return rows;
   }
@@ -185,6 +219,7 @@ public final class BenchReport {
   static String render(List<Row> rows, Path chartLinkDir, Path chartDir) throws IOException {
     StringBuilder md = new StringBuilder();
     md.append("\n### Machine\n\n").append(machineFacts(rows)).append('\n');
+    md.append("### Targets\n\n").append(Targets.render(rows)).append('\n');
     Map<String, List<Row>> groups =
         rows.stream()
             .collect(Collectors.groupingBy(Row::group, LinkedHashMap::new, Collectors.toList()));
@@ -206,16 +241,22 @@ public final class BenchReport {
           .append("](")
           .append(chartLinkDir.resolve(png).toString().replace('\\', '/'))
           .append(")\n\n");
-      md.append("| competitor | setting | score | ± error | B/op |\n|---|---|---:|---:|---:|\n");
+      boolean sampled = group.stream().anyMatch(r -> !r.percentiles().isEmpty());
+      md.append("| competitor | setting | score | ± error |")
+          .append(sampled ? " p50 | p99 |" : "")
+          .append(" B/op |\n|---|---|---:|---:|")
+          .append(sampled ? "---:|---:|" : "")
+          .append("---:|\n");
       for (Row r : group) {
         md.append(
             String.format(
                 Locale.ROOT,
-                "| %s | %s | %s | %s | %s |%n",
+                "| %s | %s | %s | %s |%s %s |%n",
                 r.adapter(),
                 r.category(),
                 fmt(r.score()),
                 fmt(r.error()),
+                sampled ? " " + fmt(r.percentile(50)) + " | " + fmt(r.percentile(99)) + " |" : "",
                 r.allocBytesPerOp() == null ? "—" : fmt(r.allocBytesPerOp())));
       }
       md.append('\n');
@@ -279,7 +320,7 @@ public final class BenchReport {
         LocalDate.now(ZoneOffset.UTC));
   }
 
-  private static String fmt(double v) {
+  static String fmt(double v) {
     if (Double.isNaN(v)) {
       return "—";
     }
