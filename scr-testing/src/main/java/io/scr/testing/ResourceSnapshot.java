@@ -149,6 +149,8 @@ public final class ResourceSnapshot {
             .filter(e -> !e.getValue().equals(fds.get(e.getKey())))
             .filter(e -> fdRoots.isEmpty() || isUnder(e.getValue(), fdRoots))
             .map(e -> "fd " + e.getKey() + " -> " + describe(e.getValue()))
+            // The JVM's attach listener (jstack, jcmd) binds /tmp/.java_pid<pid>: not ours.
+            .filter(d -> !d.contains("/.java_pid"))
             .collect(Collectors.toSet());
     leaks.addAll(now);
     return leaks;
