@@ -42,6 +42,12 @@ final class Reply {
   /** Runs if the fds never reach the client or the receipt never comes: unregisters slots. */
   Runnable onFailure;
 
+  /**
+   * Called once with the request's outcome (fds handed over and receipted, or not), for the
+   * DataNode's own metrics and client-trace log; null when the request is not traced.
+   */
+  java.util.function.Consumer<Boolean> onDone;
+
   /** A segment this connection now carries: any later byte or EOF frees it. */
   ShimSegment newSegment;
 
@@ -98,9 +104,19 @@ final class Reply {
   void abandon(SegmentRegistry registry) {
     closeOwnCopies();
     runOnFailure();
+    done(false);
     if (newSegment != null) {
       registry.remove(newSegment);
       newSegment = null;
+    }
+  }
+
+  /** Reports the outcome to {@link #onDone}, at most once. */
+  void done(boolean success) {
+    java.util.function.Consumer<Boolean> d = onDone;
+    onDone = null;
+    if (d != null) {
+      d.accept(success);
     }
   }
 

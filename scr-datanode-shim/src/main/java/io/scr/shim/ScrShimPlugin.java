@@ -32,10 +32,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Lifecycle: {@link #start(Object)} (called by the DataNode after its servers are up) returns at
  * once; a control thread ({@code scr-shim-control}) waits for the DataNode's dataset, which may
- * still be null then, checks the socket path's security and binds. It then runs the invalidation
- * scan every {@code scr.shim.invalidation.interval.ms}. {@link #stop()} (from DataNode shutdown)
- * closes the socket, every connection and segment, and every thread the plugin started, and removes
- * the socket file. A failure to serve is logged with its cause and fix and never stops the
+ * still be null then, checks the socket path's security and binds, and registers the metrics2
+ * source {@code ScrShim-<transfer port>} (every metric: {@link ShimMetric}; JMX {@code
+ * Hadoop:service=DataNode,name=ScrShim-<port>}). It then runs the invalidation scan every {@code
+ * scr.shim.invalidation.interval.ms}. {@link #stop()} (from DataNode shutdown) unregisters the
+ * source, closes the socket, every connection and segment, and every thread the plugin started, and
+ * removes the socket file. A failure to serve is logged with its cause and fix and never stops the
  * DataNode.
  *
  * <p>Thread-safety: {@code start}, {@code stop} and the accessors may be called from any thread;
@@ -59,6 +61,9 @@ public final class ScrShimPlugin implements ServicePlugin {
 
   @GuardedBy("this")
   private ClientLimits limits;
+
+  @GuardedBy("this")
+  private ShimMetricsSource source;
 
   @GuardedBy("this")
   private ScheduledFuture<?> waiting;
@@ -138,11 +143,16 @@ public final class ScrShimPlugin implements ServicePlugin {
               limits,
               segments,
               metrics,
+              new DataNodeAccounting(dn),
               config.extensionsEnabled);
       ShimServer s = new ShimServer(socketPath, config, service, registry, limits, metrics);
       s.start();
       server = s;
       LOG.info("scr shim segments: {}", segments.mechanism());
+      ClientLimits lim = limits;
+      source =
+          new ShimMetricsSource(metrics, lim::clientCount, dn.getXferPort(), socketPath.toString());
+      source.register();
       SegmentRegistry reg = registry;
       control.scheduleWithFixedDelay(
           () -> invalidate(reg, dn),
@@ -183,6 +193,9 @@ public final class ScrShimPlugin implements ServicePlugin {
       }
       stopped = true;
       c = control;
+      if (source != null) {
+        source.unregister();
+      }
       if (server != null) {
         server.close();
         server = null;
@@ -240,6 +253,11 @@ public final class ScrShimPlugin implements ServicePlugin {
 
   ShimMetrics metrics() {
     return metrics;
+  }
+
+  /** The metrics2 source once serving (kept after stop, unregistered), or null. */
+  synchronized ShimMetricsSource metricsSource() {
+    return source;
   }
 
   synchronized SegmentRegistry registry() {

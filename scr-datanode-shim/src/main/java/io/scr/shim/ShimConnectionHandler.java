@@ -311,6 +311,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
 
   private void finish(ChannelHandlerContext ctx, Reply r) {
     metrics.request(r.op, r.status, System.nanoTime() - r.startNanos);
+    if (!r.awaitReceipt) {
+      r.done(r.status == org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS);
+    }
     if (r.closeAfter) {
       close(ctx);
       return;
@@ -350,6 +353,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       receiptTimer.cancel(false);
       receiptTimer = null;
     }
+    if (awaiting != null) {
+      awaiting.done(true);
+    }
     awaiting = null;
   }
 
@@ -364,6 +370,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     if (r != null) {
       LOG.info("Client pid {}: {}; unregistering the slot", pid, why);
       r.runOnFailure();
+      r.done(false);
     }
   }
 }

@@ -1,20 +1,25 @@
 package io.scr.shim;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 
 /**
  * The shim's counters: requests by op and status, fds passed, live segments, slots and clients,
  * per-op latency, rejections by reason.
  *
- * <p>Concurrency: every counter is a {@link LongAdder} or {@link AtomicLong}, updated lock-free
- * from event-loop and worker threads; {@link #snapshot()} reads them without a lock, so a snapshot
- * is not an atomic cut across counters (each value is exact, their sum may lag by in-flight
- * requests).
+ * <p>Concurrency: every counter is a {@link LongAdder}, updated lock-free from event-loop and
+ * worker threads; per-op latency goes into an HdrHistogram {@link Recorder} (wait-free record).
+ * Readers ({@link #snapshot()}, {@link #latency}) sum the adders without a lock, so a snapshot is
+ * not an atomic cut across counters (each value is exact, their sum may lag by in-flight requests),
+ * and fold each Recorder's interval into a cumulative histogram under that op's {@link OpLatency}
+ * monitor, which only readers take.
  */
 final class ShimMetrics {
   /** The ops the shim serves, for per-op counters. */
@@ -52,9 +57,7 @@ final class ShimMetrics {
   private static final int STATUSES = 16;
 
   private final LongAdder[][] requests = new LongAdder[OpKind.values().length][STATUSES];
-  private final LongAdder[] latencyNanos = new LongAdder[OpKind.values().length];
-  private final LongAdder[] latencyCount = new LongAdder[OpKind.values().length];
-  private final AtomicLong[] latencyMaxNanos = new AtomicLong[OpKind.values().length];
+  private final OpLatency[] latency = new OpLatency[OpKind.values().length];
   private final LongAdder[] rejections = new LongAdder[Rejection.values().length];
   final LongAdder fdsPassed = new LongAdder();
   final LongAdder liveSegments = new LongAdder();
@@ -69,9 +72,7 @@ final class ShimMetrics {
       for (int s = 0; s < STATUSES; s++) {
         requests[op][s] = new LongAdder();
       }
-      latencyNanos[op] = new LongAdder();
-      latencyCount[op] = new LongAdder();
-      latencyMaxNanos[op] = new AtomicLong();
+      latency[op] = new OpLatency();
     }
     for (int i = 0; i < rejections.length; i++) {
       rejections[i] = new LongAdder();
@@ -81,9 +82,7 @@ final class ShimMetrics {
   void request(OpKind op, Status status, long nanos) {
     int s = status.getNumber();
     requests[op.ordinal()][s < STATUSES ? s : STATUSES - 1].increment();
-    latencyNanos[op.ordinal()].add(nanos);
-    latencyCount[op.ordinal()].increment();
-    latencyMaxNanos[op.ordinal()].accumulateAndGet(nanos, Math::max);
+    latency[op.ordinal()].record(nanos);
   }
 
   void reject(Rejection reason) {
@@ -98,10 +97,16 @@ final class ShimMetrics {
     return rejections[reason.ordinal()].sum();
   }
 
+  /** The latency distribution of {@code op} since the shim started. */
+  Latency latency(OpKind op) {
+    return latency[op.ordinal()].cumulative();
+  }
+
   /**
-   * Every counter by name: {@code requests.<op>.<status>}, {@code latency.<op>.mean_us|max_us},
-   * {@code rejections.<reason>}, {@code fds_passed}, {@code live.segments|slots|connections}, ...
-   * Zero-valued request and rejection counters are left out.
+   * Every counter by name: {@code requests.<op>.<status>}, {@code
+   * latency.<op>.mean_us|p50_us|p99_us|max_us}, {@code rejections.<reason>}, {@code fds_passed},
+   * {@code live.segments|slots|connections}, ... Zero-valued request and rejection counters are
+   * left out.
    */
   Map<String, Long> snapshot() {
     Map<String, Long> out = new TreeMap<>();
@@ -114,11 +119,13 @@ final class ShimMetrics {
           out.put("requests." + op.label + "." + name, v);
         }
       }
-      long count = latencyCount[op.ordinal()].sum();
-      if (count > 0) {
-        out.put(
-            "latency." + op.label + ".mean_us", latencyNanos[op.ordinal()].sum() / count / 1000);
-        out.put("latency." + op.label + ".max_us", latencyMaxNanos[op.ordinal()].get() / 1000);
+      Latency l = latency(op);
+      if (l.count > 0) {
+        String prefix = "latency." + op.label;
+        out.put(prefix + ".mean_us", TimeUnit.NANOSECONDS.toMicros(l.meanNanos));
+        out.put(prefix + ".p50_us", TimeUnit.NANOSECONDS.toMicros(l.p50Nanos));
+        out.put(prefix + ".p99_us", TimeUnit.NANOSECONDS.toMicros(l.p99Nanos));
+        out.put(prefix + ".max_us", TimeUnit.NANOSECONDS.toMicros(l.maxNanos));
       }
     }
     for (Rejection r : Rejection.values()) {
@@ -135,5 +142,54 @@ final class ShimMetrics {
     out.put("invalidation_scans", invalidationScans.sum());
     out.put("non_finalized_replicas_served", nonFinalizedReplicasServed.sum());
     return out;
+  }
+
+  /**
+   * One op's latency: a Recorder written by event loops, folded into a cumulative histogram by
+   * readers. Values are nanoseconds, kept to 2 significant digits above 1 µs, clamped to 10 min.
+   */
+  private static final class OpLatency {
+    private static final long LOWEST_NANOS = 1000;
+    private static final long MAX_NANOS = TimeUnit.MINUTES.toNanos(10);
+
+    private final Recorder recorder = new Recorder(LOWEST_NANOS, MAX_NANOS, 2);
+
+    @GuardedBy("this")
+    private final Histogram total = new Histogram(LOWEST_NANOS, MAX_NANOS, 2);
+
+    @GuardedBy("this")
+    private Histogram interval;
+
+    void record(long nanos) {
+      recorder.recordValue(Math.min(Math.max(0, nanos), MAX_NANOS));
+    }
+
+    synchronized Latency cumulative() {
+      interval = recorder.getIntervalHistogram(interval);
+      total.add(interval);
+      return new Latency(
+          total.getTotalCount(),
+          (long) total.getMean(),
+          total.getValueAtPercentile(50),
+          total.getValueAtPercentile(99),
+          total.getMaxValue());
+    }
+  }
+
+  /** A latency distribution since start, in nanoseconds (all 0 when empty). Immutable. */
+  static final class Latency {
+    final long count;
+    final long meanNanos;
+    final long p50Nanos;
+    final long p99Nanos;
+    final long maxNanos;
+
+    Latency(long count, long meanNanos, long p50Nanos, long p99Nanos, long maxNanos) {
+      this.count = count;
+      this.meanNanos = meanNanos;
+      this.p50Nanos = p50Nanos;
+      this.p99Nanos = p99Nanos;
+      this.maxNanos = maxNanos;
+    }
   }
 }

@@ -78,6 +78,7 @@ final class ShortCircuitService {
   private final ClientLimits limits;
   private final SegmentFactory segmentFactory;
   private final ShimMetrics metrics;
+  private final DataNodeAccounting accounting;
   private final boolean extensionsEnabled;
 
   ShortCircuitService(
@@ -87,6 +88,7 @@ final class ShortCircuitService {
       ClientLimits limits,
       SegmentFactory segmentFactory,
       ShimMetrics metrics,
+      DataNodeAccounting accounting,
       boolean extensionsEnabled) {
     this.dataset = dataset;
     this.tokens = tokens;
@@ -94,6 +96,7 @@ final class ShortCircuitService {
     this.limits = limits;
     this.segmentFactory = segmentFactory;
     this.metrics = metrics;
+    this.accounting = accounting;
     this.extensionsEnabled = extensionsEnabled;
   }
 
@@ -204,6 +207,8 @@ final class ShortCircuitService {
       r.closeAfter = true;
       return r;
     }
+    ExtendedBlock blk = grant.block;
+    r.onDone = ok -> accounting.fdRequestDone(blk, ok, start);
     if (grant.data != null) {
       r.streams.add(grant.data);
       r.streams.add(grant.meta);
@@ -221,6 +226,7 @@ final class ShortCircuitService {
 
   /** The outcome of one fd request: a response and, on success, two open streams. */
   private static final class FdGrant {
+    ExtendedBlock block;
     BlockOpResponseProto response;
     FileInputStream data;
     FileInputStream meta;
@@ -231,6 +237,7 @@ final class ShortCircuitService {
   private FdGrant grant(OpRequestShortCircuitAccessProto req, int pid) {
     FdGrant g = new FdGrant();
     ExtendedBlock blk = PBHelperClient.convert(req.getHeader().getBlock());
+    g.block = blk;
     String tokenProblem = checkToken(req, blk);
     if (tokenProblem != null) {
       metrics.reject(ShimMetrics.Rejection.ACCESS_TOKEN);
@@ -264,6 +271,7 @@ final class ShortCircuitService {
       InputStream in = ds.getBlockInputStream(blk, 0);
       if (!(in instanceof FileInputStream)) {
         in.close();
+        accounting.fdRequestOpening();
         return unsupported(
             g, "This DataNode's FsDatasetSpi does not support short-circuit local reads");
       }
@@ -271,6 +279,7 @@ final class ShortCircuitService {
       try {
         meta = DatanodeUtil.getMetaDataInputStream(blk, ds);
       } catch (ClassCastException e) {
+        accounting.fdRequestOpening();
         return unsupported(
             g, "This DataNode's FsDatasetSpi does not support short-circuit local reads");
       }
@@ -281,6 +290,8 @@ final class ShortCircuitService {
       if (req.hasSlotId()) {
         registered = registerSlot(ds, req.getSlotId(), blk, replica, pid);
       }
+      // Stock registers the slot first and then counts the request where it opens the files.
+      accounting.fdRequestOpening();
       g.response =
           BlockOpResponseProto.newBuilder()
               .setStatus(Status.SUCCESS)
@@ -297,6 +308,9 @@ final class ShortCircuitService {
       registered = null;
       return g;
     } catch (IOException e) {
+      if (!(e instanceof SlotRequestException)) {
+        accounting.fdRequestOpening(); // stock got as far as opening the files
+      }
       // Same mapping as stock: any other IOException is ERROR with its message.
       LOG.error("Request short-circuit read file descriptor failed with unknown error.", e);
       g.response =
@@ -343,7 +357,7 @@ final class ShortCircuitService {
     ShmId id = ShmId.of(slot.getShmId().getHi(), slot.getShmId().getLo());
     ShimSegment seg = registry.find(id, pid);
     if (seg == null) {
-      throw new IOException(SegmentRegistry.noSuchSegment(id));
+      throw new SlotRequestException(SegmentRegistry.noSuchSegment(id));
     }
     boolean cached = ds.isCached(blk.getBlockPoolId(), blk.getBlockId());
     return registry.register(
@@ -536,11 +550,16 @@ final class ShortCircuitService {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     List<Runnable> undos = new ArrayList<>();
     List<FileInputStream> streams = new ArrayList<>();
+    List<ExtendedBlock> granted = new ArrayList<>();
     boolean receipt = false;
     for (OpRequestShortCircuitAccessProto req : reqs) {
       FdGrant g = grant(req, pid);
       writeDelimited(g.response, out);
+      if (g.data == null && !g.accessTokenFailure) {
+        accounting.fdRequestDone(g.block, false, start);
+      }
       if (g.data != null) {
+        granted.add(g.block);
         streams.add(g.data);
         streams.add(g.meta);
         receipt |= req.getSupportsReceiptVerification();
@@ -557,6 +576,12 @@ final class ShortCircuitService {
       if (!undos.isEmpty()) {
         r.onFailure = () -> undos.forEach(Runnable::run);
       }
+      r.onDone =
+          ok -> {
+            for (ExtendedBlock b : granted) {
+              accounting.fdRequestDone(b, ok, start);
+            }
+          };
     }
     return r;
   }
