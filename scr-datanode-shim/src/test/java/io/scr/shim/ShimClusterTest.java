@@ -16,10 +16,14 @@ import io.scr.testing.StockNative;
 import java.io.ByteArrayOutputStream;
 import java.io.FileInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.lang.reflect.Field;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -485,6 +489,110 @@ class ShimClusterTest {
     assertTrue(tookMs <= 10 * INVALIDATION_MS + 1000, "invalidation took " + tookMs + " ms");
     assertTrue(plugin().counters().get("slots_invalidated") >= slots.size());
     assertTrue(plugin().registry().watched(key).isEmpty());
+  }
+
+  /** Runs {@link ForeignClientMain} in a child JVM (another pid) and returns its STATUS/MESSAGE. */
+  static Map<String, String> foreignClient(String... args) throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add("-Djava.io.tmpdir=" + System.getProperty("java.io.tmpdir"));
+    cmd.add("-Xmx64m");
+    cmd.add(ForeignClientMain.class.getName());
+    cmd.addAll(List.of(args));
+    Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out;
+    try (InputStream in = child.getInputStream()) {
+      out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } finally {
+      if (!child.waitFor(60, TimeUnit.SECONDS)) {
+        child.destroyForcibly();
+        throw new AssertionError("child client did not finish: " + cmd);
+      }
+    }
+    assertEquals(0, child.exitValue(), out);
+    assertTrue(child.pid() != PID);
+    Map<String, String> answer = new HashMap<>();
+    for (String line : out.split("\n")) {
+      if (line.startsWith("STATUS ")) {
+        answer.put("status", line.substring(7));
+      } else if (line.startsWith("MESSAGE ")) {
+        answer.put("message", line.substring(8));
+      }
+    }
+    assertNotNull(answer.get("status"), out);
+    return answer;
+  }
+
+  @Test
+  void anotherProcessCannotReleaseOrRegisterSlotsInThisProcessesSegment() throws Exception {
+    assertTrue(plugin().awaitServing(30_000));
+    LocatedBlock lb = firstBlock("/modec/owned", 6000, 21);
+    ExtendedBlock blk = lb.getBlock();
+    SegmentRegistry registry = plugin().registry();
+    try (RawPeer shmPeer = new RawPeer(socket());
+        RawPeer owner = new RawPeer(socket())) {
+      shmPeer.sender.requestShortCircuitShm("owner");
+      ShortCircuitShmResponseProto resp = shmPeer.readShmResponse();
+      assertEquals(Status.SUCCESS, resp.getStatus());
+      FileInputStream[] shmFd = new FileInputStream[1];
+      shmPeer.receiveFds(shmFd);
+      ShmId id = ShmId.of(resp.getId().getHi(), resp.getId().getLo());
+      try (Segment seg = Segment.map(id, shmFd[0].getFD(), 8192)) {
+        shmFd[0].close();
+        SegmentRegistry.ShimSegment shimSeg = registry.find(id, PID);
+        ShortCircuitShm.ShmId stockId = new ShortCircuitShm.ShmId(id.hi(), id.lo());
+        // The owner registers slot 0 (fds, receipt) and marks slot 1 valid without using it.
+        seg.slot(0).makeValid();
+        seg.slot(1).makeValid();
+        SlotId slot0 = new SlotId(stockId, 0);
+        owner.sender.requestShortCircuitFds(blk, lb.getBlockToken(), slot0, 1, true);
+        assertEquals(Status.SUCCESS, owner.readBlockOpResponse().getStatus());
+        FileInputStream[] fds = new FileInputStream[2];
+        owner.receiveFds(fds);
+        RawPeer.closeAll(fds);
+        owner.socket.getOutputStream().write(0);
+        await("slot 0 registered", () -> shimSeg.ref(0) != null);
+
+        String hi = Long.toString(id.hi());
+        String lo = Long.toString(id.lo());
+        String stockError = SegmentRegistry.noSuchSegment(id);
+        Map<String, String> release = foreignClient("release", socket(), hi, lo, "0");
+        assertEquals("ERROR_INVALID", release.get("status"));
+        assertEquals(stockError, release.get("message"));
+        Map<String, String> register =
+            foreignClient(
+                "register",
+                socket(),
+                hi,
+                lo,
+                "1",
+                blk.getBlockPoolId(),
+                Long.toString(blk.getBlockId()),
+                Long.toString(blk.getGenerationStamp()),
+                Long.toString(blk.getNumBytes()),
+                lb.getBlockToken().encodeToUrlString());
+        assertEquals("ERROR", register.get("status"));
+        assertEquals(stockError, register.get("message"));
+
+        // The owner's slots are untouched: slot 0 registered and valid, slot 1 still free.
+        assertNotNull(shimSeg.ref(0));
+        assertTrue(seg.slot(0).isValid());
+        assertNull(shimSeg.ref(1));
+        assertTrue(seg.slot(1).isValid());
+        assertTrue(
+            plugin()
+                    .registry()
+                    .watched(new SegmentRegistry.BlockKey(blk.getBlockPoolId(), blk.getBlockId()))
+                    .size()
+                == 1);
+        // And the owner can still release its own slot.
+        owner.sender.releaseShortCircuitFds(slot0);
+        assertEquals(Status.SUCCESS, owner.readReleaseResponse().getStatus());
+        assertNull(shimSeg.ref(0));
+      }
+    }
   }
 
   static byte[] extensionFrame(int subOp, MessageLite... messages) throws IOException {
