@@ -1,5 +1,10 @@
 package io.scr.benchmarks.demo;
 
+import io.scr.benchmarks.read.ReadPathType;
+import io.scr.core.ScrClient;
+import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.metrics.ClientSnapshot;
+import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.StockNative;
@@ -11,17 +16,18 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 import org.HdrHistogram.Histogram;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 
 /**
- * {@code ./scr demo}: starts an embedded HDFS cluster, writes a dataset, reads it through every
- * read path available in this JVM, checks the bytes, and prints a comparison table.
+ * {@code ./scr demo}: starts an embedded HDFS cluster with a stock DataNode (with libhadoop when it
+ * loads), then one whose DataNode runs the scr shim, writes a dataset to each, reads it through
+ * stock TCP, stock short-circuit reads with HBase's 128 KiB buffer, and scr in mode A (stock
+ * DataNode) and mode B (shim DataNode), checks the bytes, and prints a comparison table and scr's
+ * counters (replica cache hits and misses, open fds, shared-memory slots, fallbacks).
  *
  * <p>Every figure is measured in this run on this machine. Paths whose prerequisites are missing
  * (libhadoop for stock short-circuit reads, scr classes not yet built) are listed with the reason
@@ -60,7 +66,7 @@ public final class Demo {
 
   void run() throws IOException {
     String stockCause = StockNative.unavailabilityCause();
-    DataNodeMode mode = stockCause == null ? DataNodeMode.STOCK_SCR : DataNodeMode.TCP;
+    DataNodeMode stockMode = stockCause == null ? DataNodeMode.STOCK_SCR : DataNodeMode.TCP;
     out.printf(
         Locale.ROOT,
         "scr demo: %d MiB dataset, %d KiB blocks, %.1f s per workload and path, %d cores, Java %s%n",
@@ -72,7 +78,36 @@ public final class Demo {
     if (stockCause != null) {
       out.println("note: stock short-circuit reads unavailable (" + stockCause + ")");
     }
-    progress("starting an embedded HDFS cluster (" + mode + ")");
+    List<Result> results = new ArrayList<>();
+    // Mode A and the stock baselines: a stock DataNode (with libhadoop when it loads).
+    runCluster(stockMode, "stock DataNode", results);
+    // Mode B: a DataNode with the scr shim plugin; no libhadoop on either side.
+    runCluster(DataNodeMode.SHIM, "DataNode with the scr shim", results);
+    clearProgress();
+    printTable(results);
+    printCounters(results);
+  }
+
+  private void runCluster(DataNodeMode mode, String what, List<Result> results) throws IOException {
+    List<ReadPath> paths = new ArrayList<>();
+    for (ReadPath path : ReadPath.values()) {
+      if (path.type.clusterMode() != DataNodeMode.SHIM && mode == DataNodeMode.SHIM) {
+        continue;
+      }
+      if (path.type.clusterMode() == DataNodeMode.SHIM && mode != DataNodeMode.SHIM) {
+        continue;
+      }
+      String unavailable = path.unavailabilityCause(mode);
+      if (unavailable != null) {
+        results.add(Result.unavailable(path, unavailable));
+      } else {
+        paths.add(path);
+      }
+    }
+    if (paths.isEmpty()) {
+      return;
+    }
+    progress("starting an embedded HDFS cluster: one " + what + " (" + mode + ")");
     try (MiniDfs dfs =
         MiniDfs.builder()
             .dataNodes(1)
@@ -82,22 +117,20 @@ public final class Demo {
             .start()) {
       progress("writing " + options.fileMiB + " MiB");
       byte[] data = dfs.writeRandomFile(FILE, Math.toIntExact(options.fileMiB << 20), options.seed);
-      List<Result> results = new ArrayList<>();
-      for (ReadPath path : ReadPath.values()) {
-        String unavailable = path.unavailabilityCause(mode);
-        if (unavailable != null) {
-          results.add(Result.unavailable(path, unavailable));
-          continue;
+      try {
+        for (ReadPath path : paths) {
+          results.add(measure(dfs, path, data));
         }
-        results.add(measure(dfs, path, data));
+      } finally {
+        // The accessor keeps its engines per client context; release them before the DataNode
+        // goes, or their slot pools keep calling a socket that no longer exists.
+        ScrReplicaAccessorBuilder.releaseAll();
       }
-      clearProgress();
-      printTable(results);
     }
   }
 
   private Result measure(MiniDfs dfs, ReadPath path, byte[] data) throws IOException {
-    FileSystem fs = dfs.newFileSystem(path.clientSettings);
+    FileSystem fs = path.type.newFileSystem(dfs, c -> {});
     Result result = new Result(path);
     try (FSDataInputStream in = fs.open(new Path(FILE))) {
       scan(path, in, data, result); // the scan also warms the page cache for the preads
@@ -106,6 +139,12 @@ public final class Demo {
         result.shortCircuitBytes =
             ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead();
         result.totalBytes = ((HdfsDataInputStream) in).getReadStatistics().getTotalBytesRead();
+      }
+      if (path.type.isScr()) {
+        // The same client context, so the engine these reads used.
+        try (ScrClient engine = ScrClient.acquire(fs.getConf())) {
+          result.counters = engine.metricsSnapshot();
+        }
       }
     } finally {
       fs.close();
@@ -186,7 +225,7 @@ public final class Demo {
     progress(
         String.format(
             Locale.ROOT,
-            "%-36s %-20s %5.1f s  %,d %s",
+            "%-40s %-20s %5.1f s  %,d %s",
             path.label,
             what,
             (now - start) / 1e9,
@@ -229,7 +268,7 @@ public final class Demo {
     out.println();
     out.printf(
         Locale.ROOT,
-        "%-36s %12s %10s %10s %9s %12s %9s %14s%n",
+        "%-40s %12s %10s %10s %9s %12s %9s %14s%n",
         "read path",
         "pread ops/s",
         "p50 µs",
@@ -240,12 +279,12 @@ public final class Demo {
         "short-circuit");
     for (Result r : results) {
       if (r.unavailable != null) {
-        out.printf(Locale.ROOT, "%-36s unavailable: %s%n", r.path.label, r.unavailable);
+        out.printf(Locale.ROOT, "%-40s unavailable: %s%n", r.path.label, r.unavailable);
         continue;
       }
       out.printf(
           Locale.ROOT,
-          "%-36s %,12.0f %10.1f %10.1f %8.1fx %,12.0f %8.1fx %13.0f%%%n",
+          "%-40s %,12.0f %10.1f %10.1f %8.1fx %,12.0f %8.1fx %13.0f%%%n",
           r.path.label,
           r.preadOpsPerSec,
           r.preadP50Micros,
@@ -263,60 +302,74 @@ public final class Demo {
             + "th pread and every scan byte were checked against the dataset.");
   }
 
+  /** scr's own counters for each scr row: what an operator sees in metrics and the summary line. */
+  private void printCounters(List<Result> results) {
+    out.println();
+    out.printf(
+        Locale.ROOT,
+        "%-40s %10s %8s %9s %8s %14s %10s%n",
+        "scr counters",
+        "hits",
+        "misses",
+        "hit rate",
+        "open fds",
+        "slots/segments",
+        "fallbacks");
+    for (Result r : results) {
+      ClientSnapshot c = r.counters;
+      if (c == null) {
+        continue;
+      }
+      int slots = 0;
+      int segments = 0;
+      for (SlotPoolStats pool : c.slotPools()) {
+        slots += pool.slotsInUse();
+        segments += pool.segments();
+      }
+      out.printf(
+          Locale.ROOT,
+          "%-40s %,10d %,8d %8.2f%% %8d %14s %,10d%n",
+          r.path.label,
+          c.cache().hitCount(),
+          c.cache().missCount(),
+          100.0 * c.cache().hitRate(),
+          c.cache().openFds(),
+          slots + "/" + segments,
+          c.fallbackTotal());
+    }
+    out.println(
+        "hits/misses: replica cache lookups; open fds: block and meta fds the cache holds;"
+            + " slots/segments: shared-memory slots in use and segments mapped; fallbacks: reads"
+            + " handed to the stock client, by any reason.");
+  }
+
   private static long seconds(double s) {
     return (long) (s * 1e9);
   }
 
-  /** The read paths the demo compares, with the client settings that select each. */
+  /** The read paths the demo compares: labels over the benchmarks' {@link ReadPathType}. */
   enum ReadPath {
-    STOCK_TCP("stock HDFS, TCP", null, c -> c.setBoolean("dfs.client.read.shortcircuit", false)),
-    STOCK_SCR_HBASE(
-        "stock short-circuit, 128 KiB buffer",
-        null,
-        c -> {
-          c.setBoolean("dfs.client.read.shortcircuit", true);
-          c.setInt("dfs.client.read.shortcircuit.buffer.size", 128 * 1024);
-        }),
-    SCR_ACCESSOR(
-        "scr, replica accessor",
-        "io.scr.core.hdfs.ScrReplicaAccessorBuilder",
-        c -> {
-          c.setBoolean("dfs.client.read.shortcircuit", false);
-          c.set(
-              "dfs.client.replica.accessor.builder.classes",
-              "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
-        }),
-    SCR_FILESYSTEM(
-        "scr, ScrFileSystem",
-        "io.scr.core.hdfs.ScrFileSystem",
-        c -> {
-          c.setBoolean("dfs.client.read.shortcircuit", false);
-          c.set("fs.hdfs.impl", "io.scr.core.hdfs.ScrFileSystem");
-        });
+    STOCK_TCP("stock HDFS, TCP", ReadPathType.STOCK_TCP),
+    STOCK_SCR_HBASE("stock short-circuit, 128 KiB buffer", ReadPathType.STOCK_SCR_HBASE),
+    SCR_ACCESSOR("scr accessor, stock DataNode (A)", ReadPathType.SCR_ACCESSOR),
+    SCR_FILESYSTEM("scr ScrFileSystem, stock DataNode (A)", ReadPathType.SCR_FILESYSTEM),
+    SCR_ACCESSOR_SHIM("scr accessor, shim DataNode (B)", ReadPathType.SCR_ACCESSOR_SHIM),
+    SCR_FILESYSTEM_SHIM("scr ScrFileSystem, shim DataNode (B)", ReadPathType.SCR_FILESYSTEM_SHIM);
 
     final String label;
-    private final String requiredClass;
-    final Consumer<Configuration> clientSettings;
+    final ReadPathType type;
 
-    ReadPath(String label, String requiredClass, Consumer<Configuration> clientSettings) {
+    ReadPath(String label, ReadPathType type) {
       this.label = label;
-      this.requiredClass = requiredClass;
-      this.clientSettings = clientSettings;
+      this.type = type;
     }
 
+    /** Why this path cannot run on a cluster in {@code mode}, or null. */
     String unavailabilityCause(DataNodeMode mode) {
-      if (this == STOCK_SCR_HBASE && mode != DataNodeMode.STOCK_SCR) {
+      if (type.clusterMode() == DataNodeMode.STOCK_SCR
+          && this != STOCK_TCP
+          && mode != DataNodeMode.STOCK_SCR) {
         return "needs libhadoop for the stock DataNode socket";
-      }
-      if (requiredClass != null) {
-        try {
-          Class.forName(requiredClass, false, Demo.class.getClassLoader());
-        } catch (ClassNotFoundException e) {
-          return requiredClass + " is not built yet";
-        }
-        if (mode != DataNodeMode.STOCK_SCR) {
-          return "needs a DataNode serving short-circuit reads";
-        }
       }
       return null;
     }
@@ -332,6 +385,7 @@ public final class Demo {
     int scanPasses;
     long shortCircuitBytes;
     long totalBytes;
+    ClientSnapshot counters;
 
     Result(ReadPath path) {
       this.path = path;
@@ -348,11 +402,11 @@ public final class Demo {
   static final class Options {
     static final String USAGE =
         "usage: ./scr demo [--seconds S] [--file-mib N] [--block-kib N] [--seed N]\n"
-            + "  --seconds    time per workload and read path (default 2)\n"
+            + "  --seconds    time per workload and read path (default 1.5)\n"
             + "  --file-mib   dataset size in MiB (default 64)\n"
             + "  --block-kib  HDFS block size in KiB, a multiple of 512 bytes (default 16384)\n"
             + "  --seed       random seed for data and offsets (default 42)";
-    double seconds = 2;
+    double seconds = 1.5;
     long fileMiB = 64;
     long blockKiB = 16 * 1024;
     long seed = 42;

@@ -7,19 +7,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
-/** Keeps the README's {@code ./scr demo} honest: it runs, reads every path and prints figures. */
+/**
+ * Keeps the README's {@code ./scr demo} honest: it runs, reads every path (stock, scr in modes A
+ * and B), prints figures, serves the scr rows entirely by short-circuit reads and prints scr's
+ * counters for them.
+ */
 class DemoTest {
   private static final Pattern ROW =
+      Pattern.compile("(?m)^(stock .+?|scr .+?)\\s{2,}([\\d,]+) .*\\s(\\d+)%$");
+  private static final Pattern COUNTERS =
       Pattern.compile(
-          "(?m)^(stock HDFS, TCP|stock short-circuit, 128 KiB buffer)\\s+([\\d,]+) .*"
-              + "\\s(\\d+)%$");
+          "(?m)^(scr .+?)\\s{2,}([\\d,]+)\\s+([\\d,]+)\\s+([\\d.]+)%\\s+(\\d+)\\s+(\\d+)/(\\d+)\\s+([\\d,]+)$");
 
   @Test
-  void printsMeasuredRowsForStockPaths() throws Exception {
+  void printsMeasuredRowsAndCountersForEveryPath() throws Exception {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     Demo.Options options =
         Demo.Options.parse(
@@ -28,15 +35,33 @@ class DemoTest {
     String table = bytes.toString(StandardCharsets.UTF_8);
 
     Matcher rows = ROW.matcher(table);
-    int found = 0;
+    Set<String> measured = new HashSet<>();
     while (rows.find()) {
-      found++;
+      String label = rows.group(1).trim();
+      measured.add(label);
       long ops = Long.parseLong(rows.group(2).replace(",", ""));
       assertTrue(ops > 0, table);
       int shortCircuitPercent = Integer.parseInt(rows.group(3));
-      assertEquals(rows.group(1).startsWith("stock HDFS, TCP") ? 0 : 100, shortCircuitPercent);
+      assertEquals(label.equals("stock HDFS, TCP") ? 0 : 100, shortCircuitPercent, table);
     }
-    assertEquals(2, found, table);
+    for (Demo.ReadPath path : Demo.ReadPath.values()) {
+      assertTrue(measured.contains(path.label), path.label + " not measured:\n" + table);
+    }
+
+    Matcher counters = COUNTERS.matcher(table);
+    Set<String> counted = new HashSet<>();
+    while (counters.find()) {
+      counted.add(counters.group(1).trim());
+      long hits = Long.parseLong(counters.group(2).replace(",", ""));
+      long misses = Long.parseLong(counters.group(3).replace(",", ""));
+      // 4 blocks, read over and over: a few misses, then hits.
+      assertTrue(misses >= 1 && misses <= 16 && hits > 100 * misses, table);
+      assertTrue(Integer.parseInt(counters.group(6)) >= 1, "segments mapped: " + table);
+      assertEquals(0, Long.parseLong(counters.group(8).replace(",", "")), "fallbacks: " + table);
+    }
+    for (Demo.ReadPath path : Demo.ReadPath.values()) {
+      assertEquals(path.type.isScr(), counted.contains(path.label), path.label + ":\n" + table);
+    }
   }
 
   @Test
