@@ -10,7 +10,13 @@ import java.nio.ByteBuffer;
  * directly; the cache does, off the read path, once nobody holds the replica).
  *
  * <p>Not thread-safe: take one lease per read (or per reading thread). {@link #close()} is
- * idempotent. Reads after close throw {@link IllegalStateException}.
+ * idempotent. Every method but {@link #close()} throws {@link IllegalStateException} on a closed
+ * lease.
+ *
+ * <p><b>Reuse.</b> Its owner may pass a closed lease back to {@link ScrClient#lease(
+ * org.apache.hadoop.hdfs.protocol.ExtendedBlock, org.apache.hadoop.security.token.Token, String,
+ * String, ReplicaLease)}, which reopens the same object for the next read, so the read path
+ * allocates nothing. Only the owner reopens a lease, and only once nothing else refers to it.
  */
 public interface ReplicaLease extends Closeable {
   /** Bytes in the replica when it was opened. */

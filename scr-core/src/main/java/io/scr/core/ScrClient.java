@@ -43,8 +43,8 @@ import org.apache.hadoop.security.token.Token;
  * distinguished by {@code _PORT}.
  *
  * <p>Thread-safety: thread-safe. {@link #socketPathFor} and a cache-hit {@link #lease} take no lock
- * other readers wait on. The registry of shared instances is guarded by a static monitor, taken
- * only by acquire and close.
+ * other readers wait on; a cache hit with a reused lease allocates nothing. The registry of shared
+ * instances is guarded by a static monitor, taken only by acquire and close.
  */
 public final class ScrClient implements Closeable {
   private static final Object REGISTRY_LOCK = new Object();
@@ -59,6 +59,8 @@ public final class ScrClient implements Closeable {
   private final ReplicaManager replicas;
   private final EnumMap<FallbackReason, LongAdder> fallbacks = new EnumMap<>(FallbackReason.class);
   private final ConcurrentHashMap<String, Boolean> localAddresses = new ConcurrentHashMap<>();
+  private final DataNodeHints hints = new DataNodeHints();
+  private final LongAdder misdirected = new LongAdder();
   private final ClientCounters counters = new ClientCounters();
   private final ScrClientMetrics metrics;
   private final boolean metricsEnabled;
@@ -292,20 +294,125 @@ public final class ScrClient implements Closeable {
   public ReplicaLease lease(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
       throws IOException {
-    return lease(block, token, socketPath, null);
+    return lease(block, token, socketPath, null, null);
   }
 
   /** As {@link #lease(ExtendedBlock, Token, String)}, naming the HDFS file in checksum errors. */
   public ReplicaLease lease(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
       throws IOException {
+    return lease(block, token, socketPath, fileName, null);
+  }
+
+  /**
+   * As {@link #lease(ExtendedBlock, Token, String, String)}, reopening {@code reuse} instead of
+   * allocating a lease: the allocation-free form for the read path. A cache hit (the replica is
+   * open, its slot VALID, its generation stamp the block's) takes no lock, does no I/O, reads no
+   * clock and allocates nothing; the backoff of {@code socketPath} is only consulted on a miss.
+   *
+   * <pre>{@code
+   * ReplicaLease lease = scr.lease(block, token, path, file, spare); // spare: per thread
+   * if (lease != null) {
+   *   spare = lease;
+   *   try { ... lease.read(...) ... } finally { lease.close(); }
+   * }
+   * }</pre>
+   *
+   * @param reuse null (a new lease is made), or a <em>closed</em> lease that this engine returned
+   *     earlier and that nothing else refers to any more: reopening is the owner's explicit act, so
+   *     the lease contract (idempotent close, closed leases unusable) holds for every opening
+   * @return the lease ({@code reuse} itself when given), or null (reason counted)
+   * @throws IllegalArgumentException if {@code reuse} came from another engine
+   * @throws IllegalStateException if {@code reuse} is still open
+   */
+  public ReplicaLease lease(
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      String fileName,
+      ReplicaLease reuse)
+      throws IOException {
     if (closed) {
       return fallback(FallbackReason.CLOSED);
     }
-    if (backoff.isBackingOff(socketPath)) {
-      return fallback(FallbackReason.BACKING_OFF);
+    return replicas.lease(block, token, socketPath, fileName, reuse);
+  }
+
+  /**
+   * A lease on the replica of {@code block} if the engine has it open already (valid, of the
+   * block's generation stamp), whichever DataNode it came from; null otherwise. No I/O, no lock, no
+   * fallback counted: callers try this first and go on to {@link #lease} on null.
+   */
+  public ReplicaLease leaseIfCached(ExtendedBlock block, String fileName) {
+    if (closed) {
+      return null;
     }
-    return replicas.lease(block, token, socketPath, fileName);
+    return replicas.leaseIfCached(block, fileName);
+  }
+
+  /**
+   * Leases the replica of {@code block} from whichever DataNode on this host holds it, for callers
+   * that do not know which (the replica accessor is told the block, not the DataNode). A cached
+   * replica is served as by {@link #leaseIfCached}. On a miss the sockets of {@link
+   * #localSocketPaths()} that are not backing off are asked in turn, the one that last served this
+   * block or file first ({@link DataNodeHints}); a DataNode that does not hold the block answers
+   * with a refusal, which costs one round trip and is counted as a {@linkplain
+   * #misdirectedRequestCount() misdirected request}, not as a fallback. Null (the last reason
+   * counted) when no local DataNode serves it.
+   *
+   * @throws org.apache.hadoop.security.token.SecretManager.InvalidToken so the caller can refetch
+   *     the token
+   */
+  public ReplicaLease leaseFromLocalDataNode(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String fileName) throws IOException {
+    if (closed) {
+      return fallback(FallbackReason.CLOSED);
+    }
+    ReplicaLease cached = replicas.leaseIfCached(block, fileName);
+    if (cached != null) {
+      return cached;
+    }
+    List<String> paths = localSocketPaths();
+    if (paths.isEmpty()) {
+      return fallback(FallbackReason.NOT_CONFIGURED);
+    }
+    String bpid = block.getBlockPoolId();
+    long id = block.getBlockId();
+    String preferred = hints.preferred(bpid, id, fileName);
+    if (preferred != null && paths.size() > 1 && paths.remove(preferred)) {
+      paths.add(0, preferred);
+    }
+    FallbackReason[] last = new FallbackReason[1];
+    boolean refused = false;
+    for (int i = 0; i < paths.size(); i++) {
+      String path = paths.get(i);
+      last[0] = null;
+      ReplicaLease lease = replicas.lease(block, token, path, fileName, null, r -> last[0] = r);
+      if (lease != null) {
+        if (paths.size() > 1) {
+          hints.served(bpid, id, fileName, path);
+        }
+        return lease;
+      }
+      if (last[0] == FallbackReason.BLOCK_REFUSED) {
+        refused = true;
+        if (i < paths.size() - 1) {
+          misdirected.increment();
+        }
+      }
+    }
+    if (refused || last[0] == null) {
+      return fallback(FallbackReason.BLOCK_REFUSED);
+    }
+    return fallback(last[0]);
+  }
+
+  /**
+   * Fd requests that {@link #leaseFromLocalDataNode} sent to a local DataNode that did not hold the
+   * block before another one served it (several DataNodes on this host): each cost one round trip.
+   */
+  public long misdirectedRequestCount() {
+    return misdirected.sum();
   }
 
   private <T> T fallback(FallbackReason reason) {

@@ -7,7 +7,6 @@ import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.ReplicaAccessor;
@@ -25,15 +24,16 @@ import org.slf4j.LoggerFactory;
  * stock {@code DistributedFileSystem} stays, and {@code dfs.client.read.shortcircuit} can stay
  * false (then only scr reads locally, without libhadoop).
  *
- * <p><b>Finding the socket.</b> The builder is told the block, not the DataNode the stream chose.
- * It tries the configured local sockets ({@code scr.client.socket.paths}, else {@code
- * dfs.domain.socket.path}; a {@code _PORT} template is matched against the socket files that exist
- * in its directory, one per local DataNode), skipping paths that are backing off, in order, until
- * one DataNode serves the block. The replica cache is keyed by block, so once any local DataNode
- * has served a block, later reads are cache hits whichever path comes first. With one DataNode per
- * host there is one path and no search. With several, a miss may ask a DataNode that does not hold
- * the block; it answers ERROR, which costs one round trip, counts as {@code BLOCK_REFUSED}, and
- * never backs the path off.
+ * <p><b>Finding the socket.</b> The builder is told the block, not the DataNode the stream chose. A
+ * replica the engine has open already is served at once, whichever DataNode it came from (the cache
+ * is keyed by block): no socket, no token decoding, no configuration lookup (the engine is
+ * remembered for the DFSClient's configuration object). On a miss it asks the configured local
+ * sockets ({@code scr.client.socket.paths}, else {@code dfs.domain.socket.path}; a {@code _PORT}
+ * template is matched against the socket files in its directory, one per local DataNode), skipping
+ * those backing off, the one that last served this block or file first, until one serves the block
+ * ({@link ScrClient#leaseFromLocalDataNode}). With one DataNode per host there is one path and no
+ * search. With several, a DataNode without the block answers ERROR: one round trip, counted as a
+ * misdirected request, no backoff; the file hint keeps that to about one per file and DataNode.
  *
  * <p><b>When it returns null</b> (the stock path reads the block): short-circuit is not allowed for
  * this read (the file is under construction), scr is disabled or no local socket is configured, no
@@ -50,6 +50,9 @@ import org.slf4j.LoggerFactory;
 public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   private static final Logger LOG = LoggerFactory.getLogger(ScrReplicaAccessorBuilder.class);
   private static final ConcurrentHashMap<String, ScrClient> CLIENTS = new ConcurrentHashMap<>();
+
+  /** The last configuration seen and its engine (null: scr disabled there). */
+  private static volatile ConfEngine lastConf;
 
   private String fileName;
   private long blockId;
@@ -120,44 +123,30 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     if (!allowShortCircuit || conf == null || blockPoolId == null) {
       return null;
     }
-    if (!ScrKeys.CLIENT_ENABLED.get(conf)) {
-      return null;
-    }
-    ScrClient client = client(conf);
-    List<String> paths = client.localSocketPaths();
-    if (paths.isEmpty()) {
-      return null;
-    }
-    Token<BlockTokenIdentifier> blockToken;
-    try {
-      blockToken = decodeToken(token);
-    } catch (IOException e) {
-      LOG.debug("undecodable block token for {}; using the stock reader", fileName, e);
+    ScrClient client = enabledClient(conf);
+    if (client == null) {
       return null;
     }
     // numBytes is not used by the DataNode for fd requests; the lease reports the real length.
     ExtendedBlock block = new ExtendedBlock(blockPoolId, blockId, 0, generationStamp);
-    for (String path : paths) {
-      if (client.isBackingOff(path)) {
-        continue;
-      }
+    ReplicaLease lease = client.leaseIfCached(block, fileName);
+    if (lease == null) {
       try {
-        ReplicaLease lease = client.lease(block, blockToken, path, fileName);
-        if (lease != null) {
-          if (visibleLength > lease.length()) {
-            // The DataNode's replica is shorter than what the reader may read: let stock handle it.
-            lease.close();
-            return null;
-          }
-          return new Accessor(lease, verifyChecksum);
-        }
+        lease = client.leaseFromLocalDataNode(block, decodeToken(token), fileName);
       } catch (IOException e) {
-        LOG.debug(
-            "short-circuit lease of {} from {} failed; using the stock reader", block, path, e);
+        LOG.debug("short-circuit lease of {} failed; using the stock reader", block, e);
+        return null;
+      }
+      if (lease == null) {
         return null;
       }
     }
-    return null;
+    if (visibleLength > lease.length()) {
+      // The DataNode's replica is shorter than what the reader may read: let stock handle it.
+      lease.close();
+      return null;
+    }
+    return new Accessor(lease, verifyChecksum);
   }
 
   private static Token<BlockTokenIdentifier> decodeToken(byte[] bytes) throws IOException {
@@ -166,6 +155,21 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
       t.readFields(new DataInputStream(new ByteArrayInputStream(bytes)));
     }
     return t;
+  }
+
+  /**
+   * The engine for {@code conf}, or null when scr is disabled there. Stock builds an accessor per
+   * read with the same {@code Configuration} object (its DFSClient's), so the answer is kept for
+   * the last one seen: reading three keys per read would cost more than the read.
+   */
+  private static ScrClient enabledClient(Configuration conf) {
+    ConfEngine last = lastConf;
+    if (last != null && last.conf == conf) {
+      return last.client;
+    }
+    ScrClient client = ScrKeys.CLIENT_ENABLED.get(conf) ? client(conf) : null;
+    lastConf = new ConfEngine(conf, client);
+    return client;
   }
 
   private static ScrClient client(Configuration conf) {
@@ -190,11 +194,23 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * after this acquire a new engine.
    */
   public static void releaseAll() {
+    lastConf = null;
     for (String context : CLIENTS.keySet()) {
       ScrClient c = CLIENTS.remove(context);
       if (c != null) {
         c.close();
       }
+    }
+  }
+
+  /** A configuration object and the engine it resolved to. Immutable. */
+  private static final class ConfEngine {
+    final Configuration conf;
+    final ScrClient client;
+
+    ConfEngine(Configuration conf, ScrClient client) {
+      this.conf = conf;
+      this.client = client;
     }
   }
 

@@ -8,7 +8,9 @@ import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.util.Arrays;
 import org.newsclub.net.unix.AFUNIXSocket;
+import org.newsclub.net.unix.FileDescriptorCast;
 
 /**
  * One connection to a DataNode's UNIX socket (junixsocket), with exact-read streams and fd receipt.
@@ -19,7 +21,9 @@ import org.newsclub.net.unix.AFUNIXSocket;
  * DomainSocketPool}. {@link #close()} is idempotent and may be called from any thread (it wakes a
  * blocked reader).
  *
- * <p>fd ownership: {@link #receiveFds} hands the received fds to the caller, who must close them.
+ * <p>fd ownership: {@link #receiveFds} hands the received fds to the caller, who must close them;
+ * they are the caller's alone (duplicates detached from the socket), so closing this connection
+ * never closes them.
  */
 public final class DomainConnection implements Closeable {
   /** Room for {@code MAX_PASSED_FDS} (16) fds in one control message. */
@@ -96,8 +100,41 @@ public final class DomainConnection implements Closeable {
               + got
               + " (is this process at its open-file limit? check ulimit -n)");
     }
-    System.arraycopy(fds, 0, fdsOut, 0, expected);
+    try {
+      for (int i = 0; i < expected; i++) {
+        fdsOut[i] = detach(fds[i]);
+      }
+    } catch (IOException e) {
+      closeAll(fdsOut);
+      Arrays.fill(fdsOut, 0, expected, null);
+      closeAll(fds);
+      throw e;
+    }
     return b;
+  }
+
+  /**
+   * Takes a received fd away from the socket. junixsocket keeps every fd it received in a table of
+   * its socket and closes those still open when the socket closes, so an fd handed out as is would
+   * be closed under its user as soon as this connection is closed (idle expiry, a stale retry, the
+   * pool closing) while a replica still reads it. The caller gets a duplicate that only it owns;
+   * the original is closed here, which also drops it from the socket's table.
+   */
+  private FileDescriptor detach(FileDescriptor received) throws IOException {
+    FileDescriptor own;
+    try {
+      own = FileDescriptorCast.duplicating(received).getFileDescriptor();
+    } catch (IOException e) {
+      throw new IOException(
+          "cannot duplicate an fd received from the DataNode at "
+              + path
+              + " (is this process at its open-file limit? check ulimit -n): "
+              + e.getMessage(),
+          e);
+    } finally {
+      closeAll(new FileDescriptor[] {received});
+    }
+    return own;
   }
 
   /** Marks the connection as not to be returned to the pool (the peer closes it, or it broke). */

@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.newsclub.net.unix.AFUNIXSocket;
 import org.newsclub.net.unix.AFUNIXSocketAddress;
 
@@ -26,7 +27,8 @@ import org.newsclub.net.unix.AFUNIXSocketAddress;
  *
  * <p>A stale pooled connection (the DataNode closed it while idle: EOF, reset or broken pipe) is
  * detected by the exchange failing; {@link #call} then retries the exchange exactly once on a fresh
- * connection. Timeouts are not retried (the DataNode is slow, not gone). Connections for
+ * connection. Timeouts are not retried (the DataNode is slow, not gone), nor are answers (a
+ * refusal, a rejected token, a malformed reply: the connection worked). Connections for
  * shared-memory segments are not pooled: {@link #connect} hands out a fresh one the caller owns.
  *
  * <p>Bounded: every connect has the connect timeout; every read and write the socket timeout.
@@ -85,10 +87,11 @@ public final class DomainSocketPool implements Closeable {
       reuses.incrementAndGet();
       try {
         return runAndReturn(c, exchange);
-      } catch (SocketTimeoutException e) {
-        throw e;
-      } catch (io.scr.core.protocol.ProtocolException e) {
-        throw e;
+      } catch (SocketTimeoutException
+          | io.scr.core.protocol.ProtocolException
+          | ShortCircuitRefusedException
+          | InvalidToken e) {
+        throw e; // the DataNode answered, or is too slow: a fresh connection would not help
       } catch (IOException e) {
         // Stale: the DataNode closed the idle connection. Once more, on a fresh one.
         staleRetries.incrementAndGet();

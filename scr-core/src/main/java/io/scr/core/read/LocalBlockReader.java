@@ -3,6 +3,7 @@ package io.scr.core.read;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.util.Objects;
 import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 import java.util.zip.Checksum;
@@ -24,6 +25,8 @@ import org.apache.hadoop.fs.ChecksumException;
  *       covering chunks into a per-thread scratch buffer, one {@code pread} of checksums, CRC, then
  *       a copy of the requested bytes. Larger unaligned requests are served in pieces of at most
  *       the scratch size, which the caller's read loop continues.
+ *   <li>Into a {@code byte[]}, a request that fits the scratch always goes through it (the copy a
+ *       heap {@code FileChannel} read makes anyway), so no {@code ByteBuffer} wraps the array.
  * </ul>
  *
  * <p>A read may return fewer bytes than requested (never zero unless {@code dst} has no room); -1
@@ -96,7 +99,12 @@ public final class LocalBlockReader {
     return readViaScratch(replica, position, dst, want, s, fileName);
   }
 
-  /** As {@link #read(ReplicaFiles, long, ByteBuffer, boolean, String)}, into an array. */
+  /**
+   * As {@link #read(ReplicaFiles, long, ByteBuffer, boolean, String)}, into {@code buf[off, off +
+   * len)}. A request that fits the scratch is read into it (verified there if asked) and copied
+   * out, which is what {@code FileChannel} does for a heap buffer anyway, minus wrapping the array:
+   * nothing is allocated. A larger one is read straight into the array.
+   */
   public int read(
       ReplicaFiles replica,
       long position,
@@ -106,7 +114,38 @@ public final class LocalBlockReader {
       boolean verify,
       String fileName)
       throws IOException {
-    return read(replica, position, ByteBuffer.wrap(buf, off, len), verify, fileName);
+    Objects.checkFromIndexSize(off, len, buf.length);
+    if (position < 0) {
+      throw new IllegalArgumentException("negative block offset " + position);
+    }
+    long length = replica.length();
+    if (position >= length) {
+      return -1;
+    }
+    int want = (int) Math.min(len, length - position);
+    if (want == 0) {
+      return 0;
+    }
+    if (want > scratchBytes) {
+      // One wrap per large read, negligible next to its copy; the scratch would split it up.
+      return read(replica, position, ByteBuffer.wrap(buf, off, want), verify, fileName);
+    }
+    MetaHeader header = replica.header();
+    Scratch s = scratch.get();
+    ByteBuffer data = s.data(header.bytesPerChecksum());
+    int n;
+    if (!verify || header.type() == MetaHeader.TYPE_NULL) {
+      data.clear().limit(want);
+      n = readFully(replica.data(), data, position, want);
+      if (n == 0) {
+        throw shortData(replica, position, want, 0);
+      }
+      data.flip();
+    } else {
+      n = fillScratch(replica, position, want, s, fileName);
+    }
+    data.get(buf, off, n);
+    return n;
   }
 
   private int readDirectVerified(
@@ -139,6 +178,18 @@ public final class LocalBlockReader {
   private int readViaScratch(
       ReplicaFiles replica, long position, ByteBuffer dst, int want, Scratch s, String fileName)
       throws IOException {
+    int n = fillScratch(replica, position, want, s, fileName);
+    dst.put(s.data);
+    return n;
+  }
+
+  /**
+   * Reads and verifies the chunks covering {@code [position, position + want)}, as many as fit the
+   * scratch, into the scratch; returns how many of the requested bytes it holds (at least one),
+   * with the scratch's position and limit around them.
+   */
+  private int fillScratch(ReplicaFiles replica, long position, int want, Scratch s, String fileName)
+      throws IOException {
     MetaHeader header = replica.header();
     int bpc = header.bytesPerChecksum();
     long length = replica.length();
@@ -158,7 +209,6 @@ public final class LocalBlockReader {
     verifyChunks(replica, data, 0, alignedStart, span, sums, s, fileName);
     int from = (int) (position - alignedStart);
     data.limit(from + want).position(from);
-    dst.put(data);
     return want;
   }
 
@@ -280,7 +330,9 @@ public final class LocalBlockReader {
 
   /** Per-thread buffers and checksum engines. */
   private static final class Scratch {
-    private ByteBuffer data;
+    /** The buffer {@link #data(int)} returned last. */
+    ByteBuffer data;
+
     final ByteBuffer sums = ByteBuffer.allocateDirect(MAX_CHUNKS_PER_READ * 4);
     final CRC32C crc32c = new CRC32C();
     final CRC32 crc32 = new CRC32();

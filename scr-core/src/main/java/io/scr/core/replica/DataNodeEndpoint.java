@@ -132,6 +132,10 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     if (closed) {
       throw new IOException("endpoint " + path + " is closed");
     }
+    if (backoff.isBackingOff(path)) {
+      // The pool refills in the background; it must not keep knocking on a socket that failed.
+      throw new IOException("DataNode socket " + path + " is backing off after a failure");
+    }
     ShortCircuitExchanges.ShmGrant grant;
     try {
       grant = ShortCircuitExchanges.requestShm(pool, path, clientName);

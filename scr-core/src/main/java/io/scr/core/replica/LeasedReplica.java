@@ -1,6 +1,6 @@
 package io.scr.core.replica;
 
-import io.scr.cache.Lease;
+import io.scr.cache.ReusableLease;
 import io.scr.core.ReplicaLease;
 import io.scr.core.read.LocalBlockReader;
 import io.scr.shm.Slot;
@@ -9,36 +9,59 @@ import java.nio.ByteBuffer;
 import org.apache.hadoop.fs.ChecksumException;
 
 /**
- * A {@link ReplicaLease} on a cached {@link Replica}. Skips verification while the slot is anchored
- * (the DataNode has the block mlocked and verified it when caching), taking and releasing the
- * anchor around each read, as stock does. Not thread-safe (one lease per read).
+ * A {@link ReplicaLease} on a cached {@link Replica}: the cache's own lease object (a {@link
+ * ReusableLease}), so leasing allocates nothing more, and, when its owner hands it back to {@link
+ * ReplicaManager#lease} after closing it, nothing at all on a cache hit.
+ *
+ * <p>Skips verification while the slot is anchored (the DataNode has the block mlocked and verified
+ * it when caching), taking and releasing the anchor around each read, as stock does.
+ *
+ * <p>Not thread-safe (one lease per read). {@link #close()} is idempotent; every method throws
+ * {@link IllegalStateException} on a closed lease.
  */
-final class LeasedReplica implements ReplicaLease {
-  private final Lease<Replica> lease;
-  private final Replica replica;
+final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease {
+  private final ReplicaManager owner;
   private final LocalBlockReader reader;
-  private final String fileName;
-  private boolean closed;
 
-  LeasedReplica(Lease<Replica> lease, LocalBlockReader reader, String fileName) {
-    this.lease = lease;
-    this.replica = lease.value();
+  /** The HDFS file of the current lease, for error messages; null when unknown. */
+  private String fileName;
+
+  /** The lookup key reused for each hit; created on the first reuse. */
+  private ReplicaKey probe;
+
+  LeasedReplica(ReplicaManager owner, LocalBlockReader reader) {
+    this.owner = owner;
     this.reader = reader;
-    this.fileName = fileName;
   }
 
-  Replica replica() {
-    return replica;
+  /** Whether {@code manager} made this lease (a lease is only reused by its own engine). */
+  boolean ownedBy(ReplicaManager manager) {
+    return owner == manager;
+  }
+
+  /** This lease's probe, pointed at the block. */
+  ReplicaKey probe(String blockPoolId, long blockId) {
+    ReplicaKey p = probe;
+    if (p == null) {
+      p = ReplicaKey.newProbe();
+      probe = p;
+    }
+    return p.set(blockPoolId, blockId);
+  }
+
+  /** Called once the cache opened this lease for a read of {@code file}. */
+  void opened(String file) {
+    this.fileName = file;
   }
 
   @Override
   public long length() {
-    return replica.files().length();
+    return value().files().length();
   }
 
   @Override
   public int read(long blockOffset, ByteBuffer dst, boolean verifyChecksum) throws IOException {
-    checkOpen();
+    Replica replica = value();
     Slot slot = replica.slot();
     boolean anchored = verifyChecksum && slot != null && slot.tryAnchor();
     try {
@@ -58,7 +81,7 @@ final class LeasedReplica implements ReplicaLease {
   @Override
   public int read(long blockOffset, byte[] buf, int off, int len, boolean verifyChecksum)
       throws IOException {
-    checkOpen();
+    Replica replica = value();
     Slot slot = replica.slot();
     boolean anchored = verifyChecksum && slot != null && slot.tryAnchor();
     try {
@@ -76,20 +99,6 @@ final class LeasedReplica implements ReplicaLease {
     }
   }
 
-  private void checkOpen() {
-    if (closed) {
-      throw new IllegalStateException("lease on " + replica + " is closed");
-    }
-  }
-
-  @Override
-  public void close() {
-    if (!closed) {
-      closed = true;
-      lease.close();
-    }
-  }
-
   /** Counts a read that returned data against the replica's socket path (two LongAdder adds). */
   private static int counted(Replica replica, int n) {
     if (n > 0) {
@@ -100,6 +109,6 @@ final class LeasedReplica implements ReplicaLease {
 
   @Override
   public String toString() {
-    return "ReplicaLease{" + replica + (closed ? ", closed}" : "}");
+    return isOpen() ? "ReplicaLease{" + value() + "}" : "ReplicaLease{closed}";
   }
 }

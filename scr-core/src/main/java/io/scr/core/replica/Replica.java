@@ -18,7 +18,8 @@ import java.io.IOException;
  * which tells the DataNode in the background (op 88). Readers never close it.
  *
  * <p>Thread-safety: immutable apart from the files' open state and the slot word; {@link
- * #isValid()} is one volatile load (slot) or a clock read (no slot).
+ * #isValid()} is three volatile loads (slot word, two channel states) or a clock read and two loads
+ * (no slot).
  */
 public final class Replica implements CachedValue {
   private final ReplicaFiles files;
@@ -71,12 +72,16 @@ public final class Replica implements CachedValue {
     return 2;
   }
 
+  /**
+   * Whether the replica may still be served: its slot is VALID (or, without a slot, it is younger
+   * than the stale threshold) and both channels are open. A channel closes under everyone when a
+   * thread is interrupted in a read ({@code FileChannel} is interruptible); the replica is then
+   * replaced rather than failing every later read.
+   */
   @Override
   public boolean isValid() {
-    if (slot != null) {
-      return slot.isValid();
-    }
-    return ticker.read() - staleAtNanos < 0;
+    boolean fresh = slot != null ? slot.isValid() : ticker.read() - staleAtNanos < 0;
+    return fresh && files.isOpen();
   }
 
   @Override

@@ -1,7 +1,6 @@
 package io.scr.core.replica;
 
 import io.scr.cache.FdBudgetExhaustedException;
-import io.scr.cache.Lease;
 import io.scr.cache.LeaseCache;
 import io.scr.cache.LeaseCacheClosedException;
 import io.scr.cache.LeaseCacheConfig;
@@ -119,27 +118,117 @@ public final class ReplicaManager implements Closeable {
    * Leases the replica of {@code block} from the DataNode at {@code socketPath}, opening it on a
    * miss. Returns null (and reports the reason) when it cannot be read locally now.
    *
+   * @param reuse null, or a closed lease this manager returned earlier that the caller no longer
+   *     shares with anyone: it is reopened instead of allocating a new one, so a cache hit
+   *     allocates nothing
+   * @return the lease ({@code reuse} itself when given), or null
    * @throws InvalidToken when the DataNode rejected the block token
+   * @throws IllegalArgumentException if {@code reuse} was made by another engine
+   * @throws IllegalStateException if {@code reuse} is still open
    */
   public ReplicaLease lease(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      String fileName,
+      ReplicaLease reuse)
       throws IOException {
-    ReplicaKey key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId());
+    return lease(block, token, socketPath, fileName, reuse, fallbacks);
+  }
+
+  /**
+   * As {@link #lease(ExtendedBlock, Token, String, String, ReplicaLease)}, reporting the reason of
+   * a null result to {@code onFallback} instead of the manager's counters (for a caller that tries
+   * several DataNodes and counts only the final outcome).
+   */
+  public ReplicaLease lease(
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      String fileName,
+      ReplicaLease reuse,
+      Consumer<FallbackReason> onFallback)
+      throws IOException {
+    LeasedReplica lease;
+    ReplicaKey key;
+    if (reuse == null) {
+      lease = new LeasedReplica(this, reader);
+      key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId());
+    } else {
+      lease = reusable(reuse);
+      key = lease.probe(block.getBlockPoolId(), block.getBlockId());
+    }
+    // The hit path: lock-free, no I/O, no allocation with a reused lease; no backoff check either
+    // (a cached replica whose slot is still VALID is good whatever its socket is doing now).
+    if (cache.leaseIfPresent(key, lease)) {
+      if (lease.value().generationStamp() == block.getGenerationStamp()) {
+        lease.opened(fileName);
+        return lease;
+      }
+      lease.close();
+    }
+    return leaseOnMiss(block, token, socketPath, fileName, lease, key, onFallback);
+  }
+
+  /**
+   * A lease on the replica of {@code block} if it is cached, valid and of the block's generation
+   * stamp; null otherwise. Never does I/O and counts no fallback (a probe, not a read).
+   */
+  public ReplicaLease leaseIfCached(ExtendedBlock block, String fileName) {
+    LeasedReplica lease = new LeasedReplica(this, reader);
+    ReplicaKey key = lease.probe(block.getBlockPoolId(), block.getBlockId());
+    if (cache.leaseIfPresent(key, lease)) {
+      if (lease.value().generationStamp() == block.getGenerationStamp()) {
+        lease.opened(fileName);
+        return lease;
+      }
+      lease.close();
+    }
+    return null;
+  }
+
+  private LeasedReplica reusable(ReplicaLease reuse) {
+    if (!(reuse instanceof LeasedReplica) || !((LeasedReplica) reuse).ownedBy(this)) {
+      throw new IllegalArgumentException(
+          "cannot reuse " + reuse + ": it was not leased from this engine (" + name + ")");
+    }
+    LeasedReplica lease = (LeasedReplica) reuse;
+    if (lease.isOpen()) {
+      throw new IllegalStateException("cannot reuse " + reuse + ": close it first");
+    }
+    return lease;
+  }
+
+  private ReplicaLease leaseOnMiss(
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      String fileName,
+      LeasedReplica lease,
+      ReplicaKey lookup,
+      Consumer<FallbackReason> fallbacks)
+      throws IOException {
+    if (backoff.isBackingOff(socketPath)) {
+      fallbacks.accept(FallbackReason.BACKING_OFF);
+      return null;
+    }
+    ReplicaKey key =
+        lookup.isProbe() ? new ReplicaKey(block.getBlockPoolId(), block.getBlockId()) : lookup;
     for (int attempt = 0; attempt < 2; attempt++) {
-      Lease<Replica> lease;
       try {
-        lease = cache.lease(key, k -> open(block, token, socketPath));
+        cache.lease(key, k -> open(block, token, socketPath), lease);
       } catch (FdBudgetExhaustedException e) {
         fallbacks.accept(FallbackReason.FD_BUDGET);
         return null;
       } catch (LeaseLoadException e) {
-        return failed(e.getCause() != null ? e.getCause() : e);
+        return failed(e.getCause() != null ? e.getCause() : e, fallbacks);
       } catch (LeaseCacheClosedException e) {
         fallbacks.accept(FallbackReason.CLOSED);
         return null;
       }
       if (lease.value().generationStamp() == block.getGenerationStamp()) {
-        return new LeasedReplica(lease, reader, fileName);
+        lease.opened(fileName);
+        return lease;
       }
       // Appended or recovered block: the cached replica is an older (or newer) version.
       lease.close();
@@ -149,7 +238,8 @@ public final class ReplicaManager implements Closeable {
     return null;
   }
 
-  private ReplicaLease failed(Throwable cause) throws IOException {
+  private static ReplicaLease failed(Throwable cause, Consumer<FallbackReason> fallbacks)
+      throws IOException {
     if (cause instanceof InvalidToken) {
       throw (InvalidToken) cause;
     }

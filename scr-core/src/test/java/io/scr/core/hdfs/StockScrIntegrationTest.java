@@ -4,26 +4,40 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
+import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
 import io.scr.testing.ResourceSnapshot;
+import java.io.File;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
+import java.nio.file.Files;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.ExtendedBlockId;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.server.blockmanagement.BlockManagerTestUtil;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.ShortCircuitRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -228,5 +242,192 @@ class StockScrIntegrationTest {
       assertEquals(
           0, ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead());
     }
+  }
+
+  @Test
+  void aReusedLeaseIsOneObjectWithTheLeaseContractForEachRead() throws Exception {
+    DistributedFileSystem fs = DFS.dfs().fileSystem();
+    List<LocatedBlock> blocks = blocks(fs);
+    ScrClient client = ScrClient.acquire(scrConf("reuse-test"));
+    ScrClient other = ScrClient.acquire(scrConf("reuse-test-other"));
+    try {
+      String path = client.socketPathFor(blocks.get(0).getLocations()[0]);
+      ReplicaLease spare =
+          client.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path);
+      assertNotNull(spare);
+      spare.close();
+      spare.close(); // idempotent
+      assertThrows(IllegalStateException.class, spare::length, "a closed lease is unusable");
+      assertThrows(IllegalStateException.class, () -> spare.read(0, new byte[1], 0, 1, true));
+      for (LocatedBlock lb : blocks) { // open every replica once: from here on, all hits
+        client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a", spare).close();
+      }
+      long missesBefore = client.cacheStats().missCount();
+      long hitsBefore = client.cacheStats().hitCount();
+      Random rnd = new Random(3);
+      for (int i = 0; i < 90; i++) {
+        LocatedBlock lb = blocks.get(i % blocks.size());
+        ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a", spare);
+        assertSame(spare, lease, "the spare is reopened, not replaced");
+        try {
+          long off = pickOffset(rnd, lease.length());
+          byte[] got = readFully(lease, off, 1 + rnd.nextInt(9000), rnd.nextBoolean(), i % 3);
+          int start = (int) (lb.getStartOffset() + off);
+          assertArrayEquals(Arrays.copyOfRange(data, start, start + got.length), got);
+          assertThrows(
+              IllegalStateException.class,
+              () -> client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a", lease),
+              "an open lease cannot be reopened");
+        } finally {
+          lease.close();
+        }
+        assertThrows(IllegalStateException.class, lease::length);
+      }
+      assertEquals(missesBefore, client.cacheStats().missCount(), "every reuse was a hit");
+      assertEquals(hitsBefore + 90, client.cacheStats().hitCount());
+      LocatedBlock lb = blocks.get(0);
+      assertThrows(
+          IllegalArgumentException.class,
+          () -> other.lease(lb.getBlock(), lb.getBlockToken(), path, "/a", spare),
+          "a lease is only reopened by the engine that made it");
+    } finally {
+      other.close();
+      client.close();
+    }
+  }
+
+  @Test
+  void slotsComeFromTheStockDataNodeAndADeletedReplicaIsNeverServedAgain() throws Exception {
+    String file = "/stale";
+    byte[] bytes = DFS.dfs().writeRandomFile(file, 200_000, 5);
+    DistributedFileSystem fs = DFS.dfs().fileSystem();
+    LocatedBlock lb = fs.getClient().getLocatedBlocks(file, 0, 200_000).getLocatedBlocks().get(0);
+    DataNode dn = DFS.dfs().cluster().getDataNodes().get(0);
+    ShortCircuitRegistry registry = dn.getShortCircuitRegistry();
+    ExtendedBlockId blockId = ExtendedBlockId.fromExtendedBlock(lb.getBlock());
+    File blockFile = DFS.dfs().cluster().getBlockFile(0, lb.getBlock());
+    assertNotNull(blockFile);
+    String context = "stale-test";
+    ScrClient client = ScrClient.acquire(scrConf(context));
+    try {
+      String path = client.socketPathFor(lb.getLocations()[0]);
+      ReplicaLease held = client.lease(lb.getBlock(), lb.getBlockToken(), path, file);
+      assertNotNull(held);
+
+      // The slot came from a segment the stock DataNode made for us, and it registered the slot
+      // under our client name for this very block.
+      SlotPoolStats pool = client.slotPoolStats().get(0);
+      assertTrue(pool.segments() > 0, pool.toString());
+      assertTrue(pool.slotsInUse() > 0, pool.toString());
+      assertTrue(registry.getShmNum() > 0, "DataNode segments");
+      String clientName = "scr_" + context + "_" + ProcessHandle.current().pid();
+      assertTrue(
+          registry.getClientNames(blockId).contains(clientName),
+          "DataNode slot holders of " + blockId + ": " + registry.getClientNames(blockId));
+      assertTrue(openFdTargets().contains(blockFile.getPath()), "the replica's block fd is open");
+
+      // Delete the file; the DataNode clears VALID on our slot before it deletes the files.
+      assertTrue(fs.delete(new Path(file), false));
+      awaitTrue(
+          "the DataNode invalidated our slot of " + blockId,
+          () -> {
+            BlockManagerTestUtil.computeAllPendingWork(
+                DFS.dfs().cluster().getNamesystem().getBlockManager());
+            DFS.dfs().cluster().triggerHeartbeats();
+            return !anyValidSlot(registry, blockId);
+          });
+
+      // The next lease does not serve the stale replica: it is dropped and the DataNode, which
+      // no longer has the block, refuses to reopen it.
+      long staleBefore = client.cacheStats().invalidationCount();
+      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path, file));
+      assertEquals(1, client.fallbackCount(FallbackReason.BLOCK_REFUSED));
+      assertEquals(staleBefore + 1, client.cacheStats().invalidationCount());
+
+      // The lease taken before the deletion still reads (an unlinked file stays readable).
+      byte[] got = readFully(held, 1000, 5000, true, 0);
+      assertArrayEquals(Arrays.copyOfRange(bytes, 1000, 6000), got);
+      held.close();
+
+      // Its last lease gone, the cache's closer closes both fds.
+      awaitTrue(
+          "the closer closed the deleted replica's fds",
+          () -> openFdTargets().stream().noneMatch(t -> t.startsWith(blockFile.getPath())));
+    } finally {
+      client.close();
+    }
+  }
+
+  @Test
+  void aChannelClosedByAnInterruptedReaderIsReplacedNotServed() throws Exception {
+    DistributedFileSystem fs = DFS.dfs().fileSystem();
+    LocatedBlock lb = blocks(fs).get(1);
+    ScrClient client = ScrClient.acquire(scrConf("interrupt-test"));
+    try {
+      String path = client.socketPathFor(lb.getLocations()[0]);
+      ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a");
+      AtomicBoolean closedByInterrupt = new AtomicBoolean();
+      Thread.currentThread().interrupt();
+      try {
+        lease.read(0, new byte[100], 0, 100, false);
+      } catch (ClosedByInterruptException e) {
+        closedByInterrupt.set(true); // FileChannel closed the replica's data channel for everyone
+      } finally {
+        Thread.interrupted();
+        lease.close();
+      }
+      assertTrue(closedByInterrupt.get(), "an interrupted FileChannel read closes the channel");
+      long misses = client.cacheStats().missCount();
+      try (ReplicaLease again = client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a")) {
+        assertNotNull(again);
+        byte[] got = readFully(again, 10, 4096, true, 0);
+        int start = (int) lb.getStartOffset() + 10;
+        assertArrayEquals(Arrays.copyOfRange(data, start, start + 4096), got);
+      }
+      assertEquals(misses + 1, client.cacheStats().missCount(), "the replica was reopened");
+    } finally {
+      client.close();
+    }
+  }
+
+  private static boolean anyValidSlot(ShortCircuitRegistry registry, ExtendedBlockId block) {
+    AtomicBoolean valid = new AtomicBoolean();
+    registry.visit(
+        (segments, slots) -> {
+          slots.get(block).forEach(s -> valid.compareAndSet(false, s.isValid()));
+          return true;
+        });
+    return valid.get();
+  }
+
+  /** Where this process's fds point ({@code /proc/self/fd}). */
+  private static List<String> openFdTargets() {
+    List<String> out = new ArrayList<>();
+    File[] fds = new File("/proc/self/fd").listFiles();
+    if (fds != null) {
+      for (File fd : fds) {
+        try {
+          out.add(Files.readSymbolicLink(fd.toPath()).toString());
+        } catch (IOException e) {
+          // closed meanwhile (e.g. the listing's own fd)
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Waits up to 60 s for something another process or thread does, with no hook to wait on. */
+  private static void awaitTrue(String what, Condition condition) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (!condition.holds()) {
+      if (System.nanoTime() - deadline > 0) {
+        fail("timed out waiting until " + what);
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  private interface Condition {
+    boolean holds() throws Exception;
   }
 }
