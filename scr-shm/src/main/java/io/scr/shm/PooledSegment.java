@@ -172,6 +172,16 @@ final class PooledSegment {
     return (long) WORDS.getVolatile(pending, PAD + w) != 0;
   }
 
+  /** Whether any word has pending bits (volatile loads only). */
+  boolean hasPending() {
+    for (int w = 0; w < wordCount; w++) {
+      if ((long) WORDS.getVolatile(pending, PAD + w) != 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /**
    * Takes all pending bits of word {@code w}; the caller must tell the DataNode, then free them.
    */

@@ -97,6 +97,9 @@ public final class SlotPool implements AutoCloseable {
   /** A parked caller re-checks at least this often (a safety net; hand-offs unpark it at once). */
   private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
+  /** The maintenance thread stays awake at least this long after its last pending release. */
+  private static final long MIN_LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
   /** No surplus is returned within this long of a caller waiting on a release backlog. */
   static final long SURPLUS_HOLD_MILLIS = 1000;
 
@@ -115,6 +118,7 @@ public final class SlotPool implements AutoCloseable {
   private final long maxAllocationWaitNanos;
   private final long releaseBatchDelayNanos;
   private final int maxReleaseBatch;
+  private final long lingerNanos;
   private final long initialBackoffNanos;
   private final long maxBackoffNanos;
 
@@ -190,6 +194,7 @@ public final class SlotPool implements AutoCloseable {
     this.maxAllocationWaitNanos = b.maxAllocationWait.toNanos();
     this.releaseBatchDelayNanos = b.releaseBatchDelay.toNanos();
     this.maxReleaseBatch = b.maxReleaseBatch;
+    this.lingerNanos = Math.max(releaseBatchDelayNanos, MIN_LINGER_NANOS);
     this.initialBackoffNanos = b.initialFetchBackoff.toNanos();
     this.maxBackoffNanos = b.maxFetchBackoff.toNanos();
     this.maintenanceThread = b.threadFactory.newThread(this::maintenanceLoop);
@@ -515,20 +520,17 @@ public final class SlotPool implements AutoCloseable {
   // ------------------------------------------------------------------ telling releases
 
   /**
-   * The pool has no free slot: take one word of pending releases of an active segment, tell the
-   * DataNode on this thread, keep one slot and free the rest (waiters first). Null when nothing was
-   * pending, the release failed, or the segment died meanwhile.
+   * The pool has no free slot: take the pending releases of the first active segment that has any,
+   * tell the DataNode on this thread, keep one slot and free the rest (waiters first). Null when
+   * nothing was pending, the release failed, or the segment died meanwhile.
    */
   private Slot releaseOnCaller() {
     PooledSegment[] segments = active;
     for (PooledSegment entry : segments) {
-      for (int w = 0; w < entry.wordCount(); w++) {
-        if (!entry.hasPending(w)) {
-          continue;
-        }
-        long bits = entry.takePending(w);
-        if (bits != 0) {
-          return tellAndFree(entry, w, bits, true);
+      if (entry.hasPending()) {
+        Slot slot = tellAndFree(entry, -1, true);
+        if (slot != null) {
+          return slot;
         }
       }
     }
@@ -536,52 +538,63 @@ public final class SlotPool implements AutoCloseable {
   }
 
   /**
-   * Tells the DataNode about {@code bits} (taken from pending word {@code w} of {@code entry}) in
-   * calls of at most the maximum batch, then frees them. On a caller's thread ({@code onCaller}),
-   * returns one of them initialised for the caller (null if the segment died meanwhile).
+   * Takes the pending releases of {@code entry} (word {@code onlyWord}, or every word if it is
+   * negative), tells the DataNode in calls of at most the maximum batch, then frees them. On a
+   * caller's thread ({@code onCaller}), returns one of them initialised for the caller (null if
+   * nothing was pending or the segment died meanwhile).
    */
-  private Slot tellAndFree(PooledSegment entry, int w, long bits, boolean onCaller) {
-    int n = Long.bitCount(bits);
-    inFlight.addAndGet(n);
+  private Slot tellAndFree(PooledSegment entry, int onlyWord, boolean onCaller) {
+    ReleaseBuffer buffer = ReleaseBuffer.acquire();
     try {
-      ReleaseBuffer buffer = ReleaseBuffer.acquire();
-      try {
-        long rest = bits;
-        while (rest != 0) {
-          long chunk = lowestBits(rest, maxReleaseBatch);
-          rest ^= chunk;
-          buffer.add(entry.segment, w, chunk);
-          tell(entry, buffer.view, onCaller);
-          buffer.clear();
+      int words = entry.wordCount();
+      long[] taken = buffer.words(words);
+      int n = 0;
+      for (int w = 0; w < words; w++) {
+        if ((onlyWord < 0 || w == onlyWord) && entry.hasPending(w)) {
+          taken[w] = entry.takePending(w);
+          n += Long.bitCount(taken[w]);
         }
+      }
+      if (n == 0) {
+        return null;
+      }
+      inFlight.addAndGet(n);
+      try {
+        for (int w = 0; w < words; w++) {
+          long bits = taken[w];
+          while (bits != 0) {
+            long bit = bits & -bits;
+            bits ^= bit;
+            buffer.ids.add(entry.segment.slot((w << 6) + Long.numberOfTrailingZeros(bit)).id());
+            if (buffer.ids.size() == maxReleaseBatch) {
+              tell(entry, buffer.view, onCaller);
+              buffer.ids.clear();
+            }
+          }
+        }
+        tell(entry, buffer.view, onCaller);
+        Slot mine = null;
+        for (int w = 0; w < words; w++) {
+          long bits = taken[w];
+          if (bits == 0) {
+            continue;
+          }
+          if (onCaller && mine == null) {
+            long bit = bits & -bits;
+            bits ^= bit;
+            mine = entry.initClaimed(w, bit); // null (bit freed) if the segment died
+          }
+          if (bits != 0) {
+            distribute(entry, w, bits);
+          }
+        }
+        return mine;
       } finally {
-        buffer.recycle();
+        inFlight.addAndGet(-n);
       }
-      Slot mine = null;
-      if (onCaller) {
-        long bit = bits & -bits;
-        bits ^= bit;
-        mine = entry.initClaimed(w, bit); // null (bit freed) if the segment died
-      }
-      distribute(entry, w, bits);
-      return mine;
     } finally {
-      inFlight.addAndGet(-n);
+      buffer.recycle();
     }
-  }
-
-  /** The {@code k} lowest set bits of {@code bits} (all of them if it has no more than k). */
-  private static long lowestBits(long bits, int k) {
-    if (Long.bitCount(bits) <= k) {
-      return bits;
-    }
-    long chunk = 0;
-    for (int i = 0; i < k; i++) {
-      long bit = bits & -bits;
-      bits ^= bit;
-      chunk |= bit;
-    }
-    return chunk;
   }
 
   /**
@@ -734,6 +747,7 @@ public final class SlotPool implements AutoCloseable {
   }
 
   private void maintenanceLoop() {
+    boolean lingered = false;
     while (!closed) {
       maintenanceWake.set(false);
       try {
@@ -742,9 +756,18 @@ public final class SlotPool implements AutoCloseable {
           continue;
         }
         if (parkNanos > 0) {
+          lingered = false;
           LockSupport.parkNanos(this, parkNanos);
           continue;
         }
+        if (!lingered) {
+          // Nothing pending right now; under steady load more comes soon. Stay awake for one
+          // batch delay instead of making the next release pay for waking us.
+          lingered = true;
+          LockSupport.parkNanos(this, lingerNanos);
+          continue;
+        }
+        lingered = false;
         // Nothing pending: sleep until a release (or anything else) wakes us. Announce it first,
         // then look again, so a release that ran before the announcement is not missed.
         maintenanceIdle = true;
@@ -812,10 +835,7 @@ public final class SlotPool implements AutoCloseable {
   private void releasePending(PooledSegment entry) {
     for (int w = 0; w < entry.wordCount(); w++) {
       if (entry.hasPending(w)) {
-        long bits = entry.takePending(w);
-        if (bits != 0) {
-          tellAndFree(entry, w, bits, false);
-        }
+        tellAndFree(entry, w, false);
       }
     }
   }
@@ -1196,6 +1216,7 @@ public final class SlotPool implements AutoCloseable {
 
     final ArrayList<SlotId> ids;
     final List<SlotId> view;
+    private long[] words = new long[2];
     private boolean inUse;
 
     private ReleaseBuffer() {
@@ -1216,20 +1237,17 @@ public final class SlotPool implements AutoCloseable {
       return b;
     }
 
-    void add(Segment segment, int w, long bits) {
-      while (bits != 0) {
-        long bit = bits & -bits;
-        bits ^= bit;
-        ids.add(segment.slot((w << 6) + Long.numberOfTrailingZeros(bit)).id());
+    /** A zeroed scratch array of at least {@code n} words. */
+    long[] words(int n) {
+      if (words.length < n) {
+        words = new long[n];
       }
-    }
-
-    void clear() {
-      ids.clear();
+      return words;
     }
 
     void recycle() {
       ids.clear();
+      Arrays.fill(words, 0L);
       inUse = false;
     }
   }

@@ -223,12 +223,13 @@ class SlotPoolHandOffTest {
     for (int i = 0; i < 256; i++) {
       pool.release(pool.allocate()); // free + pending stay at 256: no fetch
     }
-    // Four callers each take one word of 64 pending releases and hang in the releaser.
+    // Two callers each take one segment's 128 pending releases and hang in the releaser.
     List<CompletableFuture<Slot>> tellers = new ArrayList<>();
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 2; i++) {
       tellers.add(allocateOn("teller-" + i, pool));
+      int calls = i + 1;
+      await("releases in flight", () -> callsInProgress.get() == calls);
     }
-    await("four releases in flight", () -> callsInProgress.get() == 4);
     assertEquals(2, pool.stats().segmentFetches(), "in-flight slots count towards the watermark");
 
     CompletableFuture<Slot> parked = allocateOn("parked", pool);
