@@ -6,10 +6,10 @@ import io.scr.shm.Segment;
 import io.scr.shm.ShmId;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.hdfs.server.datanode.Replica;
 
@@ -20,8 +20,10 @@ import org.apache.hadoop.hdfs.server.datanode.Replica;
  * <p>Concurrency contract:
  *
  * <ul>
- *   <li>{@code segments} and {@code byBlock} are concurrent maps; a block's slot set is changed
- *       only inside {@code byBlock.compute*} for that key, so an emptied set is removed atomically.
+ *   <li>{@code segments} and {@code byBlock} are concurrent maps. A block's slots are an immutable
+ *       array, replaced (copy on write) only inside {@code byBlock.compute*} for that key, so an
+ *       emptied entry is removed atomically and the scan reads a consistent array without a lock or
+ *       an iterator (the scan's cost is measured by {@code InvalidationScanBenchmark}).
  *   <li>Each {@link ShimSegment}'s registrations and its open/closed state are guarded by that
  *       segment's monitor. A slot word is only written under it, and never after the segment is
  *       closed (which unmaps it: touching it then would crash the JVM).
@@ -31,7 +33,7 @@ import org.apache.hadoop.hdfs.server.datanode.Replica;
  */
 final class SegmentRegistry {
   private final ConcurrentHashMap<ShmId, ShimSegment> segments = new ConcurrentHashMap<>();
-  private final ConcurrentHashMap<BlockKey, Set<SlotRef>> byBlock = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<BlockKey, SlotRef[]> byBlock = new ConcurrentHashMap<>();
   private final ClientLimits limits;
   private final ShimMetrics metrics;
 
@@ -100,13 +102,7 @@ final class SegmentRegistry {
       seg.refs.put(index, ref);
       metrics.liveSlots.increment();
     }
-    byBlock.compute(
-        key,
-        (k, set) -> {
-          Set<SlotRef> s = set != null ? set : ConcurrentHashMap.newKeySet();
-          s.add(ref);
-          return s;
-        });
+    byBlock.compute(key, (k, refs) -> with(refs, ref));
     return ref;
   }
 
@@ -169,25 +165,25 @@ final class SegmentRegistry {
    * @return the number of slots invalidated
    */
   int invalidateStale(ReplicaLookup lookup) {
-    int invalidated = 0;
-    for (Map.Entry<BlockKey, Set<SlotRef>> e : byBlock.entrySet()) {
-      BlockKey key = e.getKey();
-      Replica current = lookup.find(key.bpid, key.blockId);
-      for (SlotRef ref : e.getValue()) {
-        if (current != null
-            && current == ref.replica
-            && current.getGenerationStamp() == ref.generationStamp) {
-          continue;
-        }
-        if (invalidate(ref)) {
-          invalidated++;
-        }
-        unindex(ref);
-      }
-    }
+    int[] invalidated = {0};
+    byBlock.forEach(
+        (key, refs) -> {
+          Replica current = lookup.find(key.bpid, key.blockId);
+          for (SlotRef ref : refs) {
+            if (current != null
+                && current == ref.replica
+                && current.getGenerationStamp() == ref.generationStamp) {
+              continue;
+            }
+            if (invalidate(ref)) {
+              invalidated[0]++;
+            }
+            unindex(ref);
+          }
+        });
     metrics.invalidationScans.increment();
-    metrics.slotsInvalidated.add(invalidated);
-    return invalidated;
+    metrics.slotsInvalidated.add(invalidated[0]);
+    return invalidated[0];
   }
 
   private static boolean invalidate(SlotRef ref) {
@@ -202,18 +198,38 @@ final class SegmentRegistry {
   }
 
   private void unindex(SlotRef ref) {
-    byBlock.computeIfPresent(
-        ref.key,
-        (k, set) -> {
-          set.remove(ref);
-          return set.isEmpty() ? null : set;
-        });
+    byBlock.computeIfPresent(ref.key, (k, refs) -> without(refs, ref));
+  }
+
+  private static SlotRef[] with(SlotRef[] refs, SlotRef ref) {
+    if (refs == null) {
+      return new SlotRef[] {ref};
+    }
+    SlotRef[] out = Arrays.copyOf(refs, refs.length + 1);
+    out[refs.length] = ref;
+    return out;
+  }
+
+  /** {@code refs} without {@code ref}; null (the entry is removed) when nothing is left. */
+  private static SlotRef[] without(SlotRef[] refs, SlotRef ref) {
+    for (int i = 0; i < refs.length; i++) {
+      if (refs[i] == ref) {
+        if (refs.length == 1) {
+          return null;
+        }
+        SlotRef[] out = new SlotRef[refs.length - 1];
+        System.arraycopy(refs, 0, out, 0, i);
+        System.arraycopy(refs, i + 1, out, i, refs.length - i - 1);
+        return out;
+      }
+    }
+    return refs;
   }
 
   /** The slots watched for a block (a copy), for tests and diagnostics. */
   List<SlotRef> watched(BlockKey key) {
-    Set<SlotRef> set = byBlock.get(key);
-    return set == null ? new ArrayList<>() : new ArrayList<>(set);
+    SlotRef[] refs = byBlock.get(key);
+    return refs == null ? new ArrayList<>() : new ArrayList<>(Arrays.asList(refs));
   }
 
   /** Number of blocks with watched slots. */

@@ -7,7 +7,9 @@
  * <p>Place in the architecture: the DataNode side of deployment modes B (scr client) and C (stock
  * client with libhadoop). It depends on scr-shm for creator-side segments (memfd or deleted files
  * in /dev/shm, the stock slot layout) and on the DataNode's {@code FsDatasetSpi} for replica files.
- * Public surface: the plugin and its key catalogue {@link io.scr.shim.ScrShimKeys}; everything else
- * is package-private. Operator documentation: {@code docs/shim.md}.
+ * Public surface: the plugin, its key catalogue {@link io.scr.shim.ScrShimKeys} and its metric
+ * catalogue {@link io.scr.shim.ShimMetric}; everything else is package-private ({@code
+ * io.scr.shim.internal} opens the invalidation scan to benchmarks, not as API). Operator
+ * documentation: {@code docs/shim.md}; metrics: {@code docs/metrics.md}.
  */
 package io.scr.shim;
