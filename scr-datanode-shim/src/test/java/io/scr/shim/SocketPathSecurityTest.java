@@ -73,7 +73,8 @@ class SocketPathSecurityTest {
     IOException e =
         assertThrows(IOException.class, () -> SocketPathSecurity.check(dir.resolve("s"), 0));
     assertTrue(e.getMessage().contains("owned by uid 4242"), e.getMessage());
-    assertTrue(e.getMessage().contains("chown 0 " + dir), e.getMessage());
+    assertTrue(e.getMessage().contains("chown root " + dir), e.getMessage());
+    assertTrue(e.getMessage().contains(ScrShimKeys.SOCKET_PATH.name()), e.getMessage());
     SocketPathSecurity.check(dir.resolve("s"), 4242); // the DataNode user may own it
   }
 
