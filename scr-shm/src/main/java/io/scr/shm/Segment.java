@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class Segment implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
-  private static final Cleaner CLEANER = Cleaner.create();
+  private static final Cleaner CLEANER = ShmCleaner.INSTANCE;
 
   private final ShmId id;
   private final int length;

@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class SharedMemoryFd implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SharedMemoryFd.class);
-  private static final Cleaner CLEANER = Cleaner.create();
+  private static final Cleaner CLEANER = ShmCleaner.INSTANCE;
 
   private final int fd;
   private final int length;

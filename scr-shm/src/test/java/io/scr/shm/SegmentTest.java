@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.util.List;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /** Creator-side registration rules (as ShortCircuitRegistry), invalidation and close. */
@@ -67,5 +69,19 @@ class SegmentTest {
     assertThrows(IllegalStateException.class, segment::invalidateAll);
     assertThrows(IllegalStateException.class, () -> segment.registerSlot(0, false));
     assertTrue(segment.slot(0).toString().contains("closed"));
+  }
+
+  @Test
+  void segmentsAndFdsShareOneNamedDaemonCleanerThread() throws IOException {
+    try (SharedMemoryFd fd = factory.createFd(8192);
+        Segment segment = Segment.map(ShmId.random(), fd.fd(), 8192)) {
+      segment.slot(0).makeValid();
+    }
+    List<Thread> cleaners =
+        Thread.getAllStackTraces().keySet().stream()
+            .filter(t -> t.getName().equals("scr-shm-cleaner"))
+            .collect(Collectors.toList());
+    assertEquals(1, cleaners.size(), "one cleaner thread for the module: " + cleaners);
+    assertTrue(cleaners.get(0).isDaemon());
   }
 }

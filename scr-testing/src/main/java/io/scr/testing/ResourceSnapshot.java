@@ -43,8 +43,9 @@ public final class ResourceSnapshot {
               + "|ForkJoinPool-\\d+-worker-\\d+|Log4j2?-.*|AsyncAppender-.*"
               // the DataNode's static ReadaheadPool.getInstance(), never shut down:
               + "|Readahead Thread #\\d+"
-              // static java.lang.ref.Cleaner instances (scr-shm Segment, SharedMemoryFd):
-              + "|Cleaner-\\d+"
+              // static java.lang.ref.Cleaner instances: junixsocket's CleanableState (unnamed),
+              // scr-shm's ShmCleaner; jnr-ffi's static NativeFinalizer reference-queue thread:
+              + "|Cleaner-\\d+|scr-shm-cleaner|jnr\\.ffi\\.util\\.ref\\.internal\\.Finalizer"
               // per dfs.client.context, static in ClientContext, no public close:
               + "|org\\.apache\\.hadoop\\.hdfs\\.PeerCache@.*"
               // a DFSClient's renewer outlives its last client by a 60 s grace period:
