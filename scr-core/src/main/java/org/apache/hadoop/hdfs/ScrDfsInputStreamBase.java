@@ -1,6 +1,9 @@
 package org.apache.hadoop.hdfs;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 
@@ -14,11 +17,53 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  *
  * <p>It adds no behaviour of its own: each member forwards to exactly one Hadoop member, named in
  * its javadoc. It lives in a split package, which works on the class path (Hadoop is not run as
- * named modules). Checked against Hadoop 3.4.2.
+ * named modules). Checked against Hadoop 3.3.6, 3.4.2 and 3.5.0: one jar serves all three, the one
+ * member whose signature differs between them ({@code DFSClient.updateFileSystemReadStats}) is
+ * bound once, when this class initializes.
  *
  * <p>Thread-safety: as {@link DFSInputStream}.
  */
 public abstract class ScrDfsInputStreamBase extends DFSInputStream {
+  /**
+   * {@code DFSClient.updateFileSystemReadStats} as {@code (DFSClient, int distance, int bytes, long
+   * readTimeMs)}: Hadoop 3.4 added the read-time argument, 3.3 has only {@code (int, int)} and gets
+   * an adapter that drops it. Resolved once; a {@code static final} handle called with {@code
+   * invokeExact} is a constant the JIT inlines, so a read pays no reflection.
+   */
+  private static final MethodHandle UPDATE_READ_STATS = bindUpdateReadStats();
+
+  private static MethodHandle bindUpdateReadStats() {
+    MethodHandles.Lookup lookup = MethodHandles.lookup();
+    try {
+      return lookup.findVirtual(
+          DFSClient.class,
+          "updateFileSystemReadStats",
+          MethodType.methodType(void.class, int.class, int.class, long.class));
+    } catch (NoSuchMethodException absentBefore34) {
+      try {
+        MethodHandle twoArgs =
+            lookup.findVirtual(
+                DFSClient.class,
+                "updateFileSystemReadStats",
+                MethodType.methodType(void.class, int.class, int.class));
+        return MethodHandles.dropArguments(twoArgs, 3, long.class);
+      } catch (ReflectiveOperationException e) {
+        throw new ExceptionInInitializerError(
+            new IllegalStateException(
+                "this Hadoop's DFSClient has neither updateFileSystemReadStats(int, int, long)"
+                    + " (3.4+) nor updateFileSystemReadStats(int, int) (3.3): scr supports Hadoop"
+                    + " 3.3 to 3.5 (docs/user-guide.md, supported versions)",
+                e));
+      }
+    } catch (IllegalAccessException e) {
+      throw new ExceptionInInitializerError(
+          new IllegalStateException(
+              "cannot reach the package-private DFSClient.updateFileSystemReadStats: scr-core and"
+                  + " hadoop-hdfs-client must be loaded by the same class loader",
+              e));
+    }
+  }
+
   /** Forwards to {@code DFSInputStream(DFSClient, String, boolean, LocatedBlocks)}. */
   protected ScrDfsInputStreamBase(
       DFSClient client, String src, boolean verifyChecksum, LocatedBlocks locatedBlocks)
@@ -32,11 +77,19 @@ public abstract class ScrDfsInputStreamBase extends DFSInputStream {
   }
 
   /**
-   * {@code DFSClient.updateFileSystemReadStats(0, bytes, 0)}: counts {@code bytes} read at network
-   * distance 0 in the file system's {@code FileSystem.Statistics}, as stock block readers do.
+   * {@code DFSClient.updateFileSystemReadStats(0, bytes, 0)} (3.4+) or {@code (0, bytes)} (3.3):
+   * counts {@code bytes} read at network distance 0 in the file system's {@code
+   * FileSystem.Statistics}, as stock block readers do.
    */
   protected final void countLocalFileSystemRead(int bytes) {
-    dfsClient.updateFileSystemReadStats(0, bytes, 0);
+    try {
+      UPDATE_READ_STATS.invokeExact(dfsClient, 0, bytes, 0L);
+    } catch (RuntimeException | Error e) {
+      throw e;
+    } catch (Throwable e) {
+      // updateFileSystemReadStats declares no checked exception.
+      throw new IllegalStateException("DFSClient.updateFileSystemReadStats failed", e);
+    }
   }
 
   /** {@code DFSClient.checkOpen()} for a client that has no stream yet. */
