@@ -75,6 +75,9 @@ class ClientMetricsTest {
     Configuration c = DFS.dfs().clientConf();
     c.set("scr.client.context", context);
     c.setInt("scr.metrics.summary.interval.seconds", 0);
+    // The scripted counts assume every slot allocation succeeds; a loaded CI machine must not
+    // turn a slow segment fetch into a timeout that changes them.
+    c.setLong("scr.client.slot-pool.max-allocation-wait", 30_000);
     return c;
   }
 
@@ -168,7 +171,8 @@ class ClientMetricsTest {
       assertEquals(4, total.counter("CacheMisses"));
       assertEquals(100.0 * 18 / 22, total.gauge("CacheHitPercent"), 1e-9);
       assertEquals(3, total.counter("ReplicaOpens"));
-      assertEquals(s.socketConnectFailures(), total.counter("SocketConnectFailures"));
+      // Background segment fetches may still be failing against the missing path: monotonic.
+      assertTrue(total.counter("SocketConnectFailures") >= s.socketConnectFailures());
       assertEquals(1, total.gauge("PathsBackingOff"));
       assertTrue(total.gauge("ReplicaOpenLatencyP99Micros") >= 1, "open p99 in micros");
       assertTrue(total.gauge("ProcessFdLimit") >= total.gauge("ProcessOpenFds"));
