@@ -5,6 +5,7 @@ import io.scr.testing.MiniDfs;
 import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * The client read paths the conformance suite compares, each as a way to open a {@link FileSystem}
@@ -23,6 +24,7 @@ public enum ReadPath {
    * Stock client with libhadoop short-circuit reads: against a {@code STOCK_SCR} cluster (stock on
    * both sides) or a {@code SHIM} cluster (mode C: the stock client served by the scr shim, whose
    * socket the fixture's SHIM client configuration names in {@code dfs.domain.socket.path}).
+   * Skipped (JUnit assumption) where {@link StockLibhadoop#unusable()}.
    */
   STOCK_SCR(true) {
     @Override
@@ -31,6 +33,7 @@ public enum ReadPath {
         throw new IllegalStateException(
             "STOCK_SCR reads need a STOCK_SCR or SHIM cluster, not " + dfs.mode());
       }
+      Assumptions.assumeFalse(StockLibhadoop.unusable(), StockLibhadoop.REASON);
       conf.setBoolean("dfs.client.read.shortcircuit", true);
     }
   },

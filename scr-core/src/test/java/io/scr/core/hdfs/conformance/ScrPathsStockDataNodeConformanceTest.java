@@ -4,9 +4,13 @@ import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
 import java.util.List;
+import org.junit.jupiter.api.condition.DisabledIf;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Mode A (stock DataNode with libhadoop): the scr read paths, ScrFileSystem and the accessor. */
+@DisabledIf(
+    value = "io.scr.core.hdfs.conformance.StockLibhadoop#unusable",
+    disabledReason = "stock DataNode needs libhadoop; see StockLibhadoop.REASON")
 class ScrPathsStockDataNodeConformanceTest extends AbstractReadConformanceTest {
   @RegisterExtension
   static final MiniDfsExtension DFS =

@@ -8,8 +8,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The conformance suite of scr-core (its test-jar) against DataNodes running the scr shim: mode B
- * (ScrFileSystem and the accessor, no libhadoop on either side) and mode C (the stock client with
- * libhadoop, served by the shim). Lives here because the shim depends on scr-core, not the reverse.
+ * (ScrFileSystem and the accessor, no libhadoop on either side), mode C (the stock client with
+ * libhadoop, served by the shim; skipped where {@link StockLibhadoop#unusable()}) and the stock TCP
+ * reference on the same cluster. Lives here because the shim depends on scr-core, not the reverse.
  */
 class ShimDataNodeConformanceTest extends AbstractReadConformanceTest {
   @RegisterExtension
@@ -23,6 +24,7 @@ class ShimDataNodeConformanceTest extends AbstractReadConformanceTest {
 
   @Override
   protected List<ReadPath> paths() {
-    return List.of(ReadPath.SCR_FILESYSTEM, ReadPath.SCR_ACCESSOR, ReadPath.STOCK_SCR);
+    return List.of(
+        ReadPath.SCR_FILESYSTEM, ReadPath.SCR_ACCESSOR, ReadPath.STOCK_SCR, ReadPath.STOCK_TCP);
   }
 }
