@@ -313,7 +313,9 @@ public final class SlotPool implements AutoCloseable {
         return waited(start, me.slot);
       }
       // Re-check after queueing: a thread that freed slots before it saw our count left them in
-      // the bitmap. Only the oldest waiter takes from the bitmap, so waiters keep their order.
+      // the bitmap. The oldest waiter takes from the bitmap and tells pending releases for
+      // itself; any other waiter helps too, but hands what it frees out in arrival order, so no
+      // waiter depends on one particular thread (the oldest may be descheduled) to make progress.
       if (waiterQueue.peek() == me) {
         slot = tryAllocate();
         if (slot == null) {
@@ -321,6 +323,14 @@ public final class SlotPool implements AutoCloseable {
         }
         if (slot != null) {
           return leaveWith(start, me, slot);
+        }
+      } else {
+        serveWaitersFromBitmap();
+        if (!me.isFilled()) {
+          releaseForWaiters();
+        }
+        if (me.isFilled()) {
+          return waited(start, me.slot);
         }
       }
       if (closed) {
@@ -394,14 +404,16 @@ public final class SlotPool implements AutoCloseable {
     return new SlotPoolExhaustedException(
         String.format(
             "No free shared-memory slot for %s after waiting %.1f ms (%d free, %d in use, %d"
-                + " awaiting release by the DataNode, %d segments, %d segment fetch failures)."
-                + " The read proceeds without a slot. If this recurs under normal load, raise %s"
-                + " (now %d ms) or %s (now %d slots), or check the DataNode's segment limit.",
+                + " awaiting release by the DataNode of which %d being told, %d segments, %d"
+                + " segment fetch failures). The read proceeds without a slot. If this recurs under"
+                + " normal load, raise %s (now %d ms) or %s (now %d slots), or check the"
+                + " DataNode's segment limit.",
             name,
             waited / 1e6,
             s.slotsFree(),
             s.slotsInUse(),
             s.slotsPendingRelease(),
+            Math.max(0, inFlight.get()),
             s.segments(),
             s.segmentFetchFailures(),
             MAX_ALLOCATION_WAIT_KEY,
@@ -528,7 +540,7 @@ public final class SlotPool implements AutoCloseable {
     PooledSegment[] segments = active;
     for (PooledSegment entry : segments) {
       if (entry.hasPending()) {
-        Slot slot = tellAndFree(entry, -1, true);
+        Slot slot = tellAndFree(entry, -1, true, true);
         if (slot != null) {
           return slot;
         }
@@ -538,12 +550,26 @@ public final class SlotPool implements AutoCloseable {
   }
 
   /**
-   * Takes the pending releases of {@code entry} (word {@code onlyWord}, or every word if it is
-   * negative), tells the DataNode in calls of at most the maximum batch, then frees them. On a
-   * caller's thread ({@code onCaller}), returns one of them initialised for the caller (null if
-   * nothing was pending or the segment died meanwhile).
+   * A waiter that is not the oldest: tells the pending releases of the first active segment that
+   * has any, and hands the slots to the waiters in arrival order (itself included, in its turn).
    */
-  private Slot tellAndFree(PooledSegment entry, int onlyWord, boolean onCaller) {
+  private void releaseForWaiters() {
+    PooledSegment[] segments = active;
+    for (PooledSegment entry : segments) {
+      if (entry.hasPending()) {
+        tellAndFree(entry, -1, true, false);
+        return;
+      }
+    }
+  }
+
+  /**
+   * Takes the pending releases of {@code entry} (word {@code onlyWord}, or every word if it is
+   * negative), tells the DataNode in calls of at most the maximum batch ({@code onCaller}: on an
+   * allocating caller's thread), then frees them. With {@code keepOne}, returns one of them
+   * initialised for this caller (null if nothing was pending or the segment died meanwhile).
+   */
+  private Slot tellAndFree(PooledSegment entry, int onlyWord, boolean onCaller, boolean keepOne) {
     ReleaseBuffer buffer = ReleaseBuffer.acquire();
     try {
       int words = entry.wordCount();
@@ -573,13 +599,23 @@ public final class SlotPool implements AutoCloseable {
           }
         }
         tell(entry, buffer.view, onCaller);
+        if (closed) {
+          // Not told (no messages after close): these must reach nobody. Close kills the segment
+          // and returns it once every bit is back.
+          for (int w = 0; w < words; w++) {
+            if (taken[w] != 0) {
+              entry.addFree(w, taken[w]);
+            }
+          }
+          return null;
+        }
         Slot mine = null;
         for (int w = 0; w < words; w++) {
           long bits = taken[w];
           if (bits == 0) {
             continue;
           }
-          if (onCaller && mine == null) {
+          if (keepOne && mine == null) {
             long bit = bits & -bits;
             bits ^= bit;
             mine = entry.initClaimed(w, bit); // null (bit freed) if the segment died
@@ -835,7 +871,7 @@ public final class SlotPool implements AutoCloseable {
   private void releasePending(PooledSegment entry) {
     for (int w = 0; w < entry.wordCount(); w++) {
       if (entry.hasPending(w)) {
-        tellAndFree(entry, w, false);
+        tellAndFree(entry, w, false, false);
       }
     }
   }

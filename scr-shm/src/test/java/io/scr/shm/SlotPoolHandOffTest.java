@@ -152,7 +152,7 @@ class SlotPoolHandOffTest {
   }
 
   @Test
-  void waitersAreServedInArrivalOrderAndTheOldestTellsTheReleaseItself() throws Exception {
+  void waitersAreServedInArrivalOrderAndAWaiterTellsTheReleaseItself() throws Exception {
     List<String> releaserThreads = new ArrayList<>();
     SlotReleaser releaser =
         slots -> {
@@ -177,12 +177,14 @@ class SlotPoolHandOffTest {
     CompletableFuture<Slot> second = allocateOn("waiter-2", pool);
     awaitParked("waiter-2");
 
-    // A registered release: nobody but the oldest waiter can tell it (maintenance is starved).
+    // A registered release: only a waiter can tell it (maintenance is starved). The release
+    // wakes the oldest; the other may get there first, but the slot goes to the oldest either way.
     Slot a = held.remove(0);
     pool.release(a);
     assertSame(a, first.get(10, TimeUnit.SECONDS));
     synchronized (releaserThreads) {
-      assertEquals(List.of("waiter-1"), releaserThreads);
+      assertEquals(1, releaserThreads.size(), releaserThreads.toString());
+      assertTrue(releaserThreads.get(0).startsWith("waiter-"), releaserThreads.toString());
     }
     assertThrows(TimeoutException.class, () -> second.get(50, TimeUnit.MILLISECONDS));
 
@@ -195,6 +197,60 @@ class SlotPoolHandOffTest {
     held.add(a);
     held.add(b);
     held.forEach(pool::release);
+  }
+
+  /**
+   * The oldest waiter is stuck (here: in a releaser call that does not return; on a loaded machine:
+   * descheduled). The next waiter still tells later releases itself and, in arrival order, gets its
+   * slot after the oldest has been handed one.
+   */
+  @Test
+  void aWaiterBehindAStuckOldestWaiterStillGetsASlot() throws Exception {
+    CountDownLatch firstInReleaser = new CountDownLatch(1);
+    CountDownLatch unblockFirst = latch();
+    SlotReleaser releaser =
+        slots -> {
+          if (Thread.currentThread().getName().equals("waiter-1")) {
+            firstInReleaser.countDown();
+            awaitUninterruptibly(unblockFirst);
+          }
+        };
+    SlotPool pool =
+        track(
+            SlotPool.newBuilder("stuck", source, releaser)
+                .maxSegments(1)
+                .maxAllocationWait(Duration.ofSeconds(20))
+                .threadFactory(starvedMaintenance)
+                .build());
+    await("the first segment", () -> pool.stats().slotsFree() == 128);
+    List<Slot> held = new ArrayList<>();
+    for (int i = 0; i < 128; i++) {
+      held.add(pool.allocate());
+    }
+    CompletableFuture<Slot> first = allocateOn("waiter-1", pool);
+    awaitParked("waiter-1");
+    CompletableFuture<Slot> second = allocateOn("waiter-2", pool);
+    awaitParked("waiter-2");
+
+    Slot a = held.remove(0);
+    pool.release(a); // waiter-1 tells it and hangs in the releaser
+    assertTrue(firstInReleaser.await(10, TimeUnit.SECONDS));
+    Slot b = held.remove(0);
+    Slot c = held.remove(0);
+    pool.release(b);
+    pool.release(c);
+    // waiter-2 tells b and c: the first goes to waiter-1 (oldest), the second to waiter-2.
+    Slot got = second.get(10, TimeUnit.SECONDS);
+    assertTrue(got == b || got == c, got.toString());
+    assertThrows(TimeoutException.class, () -> first.get(20, TimeUnit.MILLISECONDS));
+
+    unblockFirst.countDown();
+    Slot firstGot = first.get(10, TimeUnit.SECONDS);
+    assertTrue((firstGot == b || firstGot == c) && firstGot != got, firstGot.toString());
+    held.add(got);
+    held.add(firstGot);
+    held.forEach(pool::release);
+    assertEquals(0, pool.stats().allocationTimeouts());
   }
 
   /**
