@@ -6,6 +6,7 @@ import io.scr.shm.SegmentSource;
 import io.scr.shm.ShmId;
 import io.scr.shm.Slot;
 import io.scr.shm.SlotPool;
+import io.scr.shm.SlotPoolExhaustedException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 
@@ -33,6 +34,8 @@ public enum SlotPoolType {
         public Slot allocate() {
           try {
             return pool.allocate();
+          } catch (SlotPoolExhaustedException e) {
+            return null; // a reader proceeds without a slot; counted in the pool's stats
           } catch (IOException e) {
             throw new UncheckedIOException(e);
           }
@@ -41,6 +44,11 @@ public enum SlotPoolType {
         @Override
         public void release(Slot slot) {
           pool.release(slot);
+        }
+
+        @Override
+        public String describe() {
+          return pool.stats().toString();
         }
 
         @Override
@@ -95,9 +103,15 @@ public enum SlotPoolType {
 
   /** What the benchmark drives. */
   interface Adapter extends AutoCloseable {
+    /** A slot, or null when the pool gave up waiting (the reader would go on without one). */
     Slot allocate();
 
     void release(Slot slot);
+
+    /** The pool's own counters, or empty. */
+    default String describe() {
+      return "";
+    }
 
     @Override
     void close();
