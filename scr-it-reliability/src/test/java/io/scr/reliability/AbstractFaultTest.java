@@ -41,6 +41,7 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.hdfs.server.datanode.DataNodeTestUtils;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -125,6 +126,23 @@ abstract class AbstractFaultTest {
     };
   }
 
+  private final List<AtomicBoolean> stops = new ArrayList<>();
+  private final List<Thread> workers = new ArrayList<>();
+
+  /** Registers a started worker so it is stopped even when its test fails half-way. */
+  void track(AtomicBoolean stop, Thread t) {
+    stops.add(stop);
+    workers.add(t);
+  }
+
+  @AfterEach
+  void stopWorkers() throws InterruptedException {
+    stops.forEach(s -> s.set(true));
+    for (Thread t : workers) {
+      t.join(30_000);
+    }
+  }
+
   // 1. DataNode restart during concurrent reads.
   @Test
   @Order(1)
@@ -143,6 +161,7 @@ abstract class AbstractFaultTest {
         Thread t =
             new Thread(preadLoop(in, data, 100 + i, stop, mismatches, errors), "reader-" + i);
         t.start();
+        track(stop, t);
         readers.add(t);
       }
       long start = System.nanoTime();
@@ -305,6 +324,7 @@ abstract class AbstractFaultTest {
         Thread t =
             new Thread(preadLoop(in, data, 400 + i, stop, mismatches, errors), "budget-" + i);
         t.start();
+        track(stop, t);
         readers.add(t);
       }
       long maxFds = 0;
@@ -386,6 +406,7 @@ abstract class AbstractFaultTest {
                 },
                 "interrupted-" + i);
         t.start();
+        track(stop, t);
         readers.add(t);
       }
       Random r = new Random(55);
@@ -511,6 +532,7 @@ abstract class AbstractFaultTest {
                 },
                 "soak-" + i);
         t.start();
+        track(stop, t);
         threads.add(t);
       }
       started.await();
@@ -578,6 +600,7 @@ abstract class AbstractFaultTest {
       Thread t =
           new Thread(preadLoop(in, data, 1000 + i, stop, mismatches, errors), "closing-" + i);
       t.start();
+      track(stop, t);
       readers.add(t);
     }
     Faults.await(
