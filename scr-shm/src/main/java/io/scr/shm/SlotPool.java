@@ -1345,22 +1345,27 @@ public final class SlotPool implements AutoCloseable {
       return this;
     }
 
-    /** Longest an allocation waits when the pool is empty. Default 50 ms; zero fails at once. */
+    /**
+     * Longest an allocation queues when no slot is free and no release is pending (a caller that
+     * tells pending releases itself is bounded by the releaser's own I/O timeouts instead). Default
+     * 50 ms; zero never queues.
+     */
     public Builder maxAllocationWait(Duration wait) {
       this.maxAllocationWait = requireNonNegative(wait, "maxAllocationWait");
       return this;
     }
 
     /**
-     * How long released slots may wait to be sent together (unless the pool runs low, which sends
-     * at once). Default 2 ms.
+     * How long released slots may wait for the maintenance thread to send them together (it sends
+     * at once while callers wait, and a caller that finds no free slot tells pending releases
+     * itself). Default 2 ms.
      */
     public Builder releaseBatchDelay(Duration delay) {
       this.releaseBatchDelay = requireNonNegative(delay, "releaseBatchDelay");
       return this;
     }
 
-    /** Most slots per {@link SlotReleaser} call. Default 128. */
+    /** Most slots per {@link SlotReleaser} call, whichever thread makes it. Default 128. */
     public Builder maxReleaseBatch(int slots) {
       if (slots < 1) {
         throw new IllegalArgumentException("maxReleaseBatch must be at least 1");
