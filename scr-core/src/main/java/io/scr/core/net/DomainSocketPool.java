@@ -186,6 +186,15 @@ public final class DomainSocketPool implements Closeable {
     }
   }
 
+  /**
+   * The longest one exchange on a new connection can take before it fails: the connect timeout plus
+   * the socket timeout (an exchange's reads and writes each have the socket timeout; the
+   * short-circuit exchanges wait for one reply).
+   */
+  public long exchangeTimeoutMs() {
+    return (long) connectTimeoutMs + readTimeoutMs;
+  }
+
   /** Connections opened so far. */
   public long connectCount() {
     return connects.get();

@@ -21,7 +21,11 @@ import java.io.FileDescriptor;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,6 +59,14 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
 
   private volatile SlotPool slots;
   private volatile boolean closed;
+
+  /**
+   * Done once the first segment request has ended, either way. Until then an allocation waits for
+   * it (bounded by one exchange's timeouts) rather than the pool's short allocation wait: a replica
+   * opened without a slot is only known to be stale by age, and a new engine's first replicas would
+   * otherwise race the first segment (stock waits for it too).
+   */
+  private final CompletableFuture<Void> firstSegment = new CompletableFuture<>();
 
   DataNodeEndpoint(
       String path,
@@ -100,6 +112,9 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     if (p == null) {
       return null;
     }
+    if (!firstSegment.isDone() && !awaitFirstSegment()) {
+      return null;
+    }
     try {
       return p.allocate();
     } catch (SlotPoolExhaustedException | SlotPoolClosedException e) {
@@ -109,6 +124,19 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       LOG.debug("no slot from {}", path, e);
       return null;
     }
+  }
+
+  /** Waits for the first segment request; false if it failed, timed out or was interrupted. */
+  private boolean awaitFirstSegment() {
+    try {
+      firstSegment.get(pool.exchangeTimeoutMs(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (ExecutionException | TimeoutException e) {
+      LOG.debug("no first segment from {} yet: {}", path, e.toString());
+    }
+    return !backoff.isBackingOff(path, FailureClass.SHM);
   }
 
   private SlotPool slotPool() {
@@ -134,6 +162,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     }
     if (backoff.isBackingOff(path)) {
       // The pool refills in the background; it must not keep knocking on a socket that failed.
+      firstSegment.complete(null);
       throw new IOException("DataNode socket " + path + " is backing off after a failure");
     }
     ShortCircuitExchanges.ShmGrant grant;
@@ -141,6 +170,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       grant = ShortCircuitExchanges.requestShm(pool, path, clientName);
     } catch (IOException e) {
       backoff.recordFailure(path, FailureClass.SHM, e.getMessage());
+      firstSegment.complete(null);
       throw e;
     }
     DomainConnection connection = grant.connection();
@@ -152,6 +182,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     } catch (IOException | RuntimeException e) {
       connection.close();
       backoff.recordFailure(path, FailureClass.SHM, "mapping the segment failed: " + e);
+      firstSegment.complete(null);
       throw e;
     }
     ShmId id = segment.id();
@@ -165,6 +196,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       throw e;
     }
     backoff.recordShmSuccess(path);
+    firstSegment.complete(null);
     return segment;
   }
 
@@ -200,6 +232,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       closed = true;
       p = slots;
     }
+    firstSegment.complete(null);
     if (p != null) {
       p.close();
     }

@@ -309,9 +309,10 @@ class StockScrIntegrationTest {
     assertNotNull(blockFile);
     String context = "stale-test";
     ScrClient client = ScrClient.acquire(scrConf(context));
+    ReplicaLease held = null;
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
-      ReplicaLease held = client.lease(lb.getBlock(), lb.getBlockToken(), path, file);
+      held = client.lease(lb.getBlock(), lb.getBlockToken(), path, file);
       assertNotNull(held);
 
       // The slot came from a segment the stock DataNode made for us, and it registered the slot
@@ -354,6 +355,9 @@ class StockScrIntegrationTest {
           "the closer closed the deleted replica's fds",
           () -> openFdTargets().stream().noneMatch(t -> t.startsWith(blockFile.getPath())));
     } finally {
+      if (held != null) {
+        held.close(); // idempotent
+      }
       client.close();
     }
   }
