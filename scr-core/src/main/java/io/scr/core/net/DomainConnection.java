@@ -14,8 +14,10 @@ import org.newsclub.net.unix.FileDescriptorCast;
 
 /**
  * One connection to a DataNode's UNIX socket (junixsocket), with exact-read streams and fd receipt.
- * Every read and write is bounded by the socket timeout the pool set ({@code SO_TIMEOUT}, which
- * junixsocket applies to receives and sends).
+ * Every read and write is bounded by the socket timeout the pool set: junixsocket applies {@code
+ * SO_TIMEOUT} to sends as well as receives, so a write to a DataNode that stopped reading fails
+ * with {@link java.net.SocketTimeoutException} (pinned by {@code DomainConnectionTest}); the pool
+ * then closes the connection, never reusing one with a half-written frame.
  *
  * <p>Not thread-safe: one exchange at a time, by the thread that borrowed it from the {@link
  * DomainSocketPool}. {@link #close()} is idempotent and may be called from any thread (it wakes a

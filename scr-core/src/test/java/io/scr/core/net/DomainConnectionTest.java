@@ -129,6 +129,44 @@ class DomainConnectionTest {
     assertFalse(openFdTargets().contains(data.getPath()), "the one fd received was closed");
   }
 
+  @Test
+  void aWriteToAPeerThatStopsReadingFailsWithinTheSocketTimeout() throws Exception {
+    java.util.concurrent.CountDownLatch accepted = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+    Future<?> peerSide =
+        peer.submit(
+            () -> {
+              try (AFUNIXSocket s = server.accept()) {
+                accepted.countDown();
+                done.await(); // never reads: the client's send buffer fills up
+              }
+              return null;
+            });
+    AFUNIXSocket socket = AFUNIXSocket.newInstance();
+    socket.connect(AFUNIXSocketAddress.of(socketPath.toFile()));
+    socket.setSoTimeout(300);
+    try (DomainConnection c = new DomainConnection(socketPath.toString(), socket, 0)) {
+      assertTrue(accepted.await(10, TimeUnit.SECONDS));
+      byte[] frame = new byte[1 << 20];
+      java.io.IOException e =
+          org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+              java.time.Duration.ofSeconds(30),
+              () ->
+                  assertThrows(
+                      java.io.IOException.class,
+                      () -> {
+                        for (int i = 0; i < 256; i++) { // far more than any socket buffer
+                          c.send(frame);
+                        }
+                      }),
+              "a blocked write must end with the socket timeout, not hang");
+      assertTrue(e instanceof java.net.SocketTimeoutException, e.toString());
+    } finally {
+      done.countDown();
+      peerSide.get(10, TimeUnit.SECONDS);
+    }
+  }
+
   private static java.util.List<String> openFdTargets() throws Exception {
     java.util.List<String> out = new java.util.ArrayList<>();
     File[] links = new File("/proc/self/fd").listFiles();
