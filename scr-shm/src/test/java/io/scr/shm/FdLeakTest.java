@@ -30,6 +30,28 @@ class FdLeakTest {
         Segment segment = Segment.map(ShmId.random(), fd.fileDescriptor(), 64)) {
       segment.slot(0).makeValid();
     }
+    // The deleted-file fallback takes other native and JDK paths; a CI run where this class ran
+    // first in its JVM saw one more fd after the first fallback segment than before it.
+    Path warm = Files.createTempDirectory("scr-leak-warm");
+    try (SharedMemoryFd fd =
+            SegmentFactory.newBuilder()
+                .useMemfd(false)
+                .fallbackDirectory(warm)
+                .build()
+                .createFd(64);
+        Segment segment = Segment.map(ShmId.random(), fd.fileDescriptor(), 64)) {
+      segment.slot(0).makeValid();
+    } finally {
+      Files.delete(warm);
+    }
+    assertThrows(
+        IOException.class,
+        () ->
+            SegmentFactory.newBuilder()
+                .useMemfd(false)
+                .fallbackDirectory(warm.resolve("no"))
+                .build()
+                .createFd(64));
   }
 
   private static long openFds() throws IOException {
