@@ -2,6 +2,7 @@ package io.scr.core.read;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.util.Objects;
 import java.util.zip.CRC32;
@@ -28,6 +29,10 @@ import org.apache.hadoop.fs.ChecksumException;
  *   <li>Into a {@code byte[]}, a request that fits the scratch always goes through it (the copy a
  *       heap {@code FileChannel} read makes anyway), so no {@code ByteBuffer} wraps the array.
  * </ul>
+ *
+ * <p>"One {@code pread} of checksums" applies only when the meta file is not mapped ({@link
+ * ReplicaFiles#open} maps it when it can): with the mapping, the checksums are memory reads and a
+ * verified read makes exactly the data {@code pread} a raw read makes.
  *
  * <p>A read may return fewer bytes than requested (never zero unless {@code dst} has no room); -1
  * means {@code position} is at or past the replica's length. A checksum mismatch throws {@link
@@ -212,7 +217,11 @@ public final class LocalBlockReader {
     return want;
   }
 
-  /** Reads the checksums of the chunks covering [position, position + len) into the sums buffer. */
+  /**
+   * Locates the checksums of the chunks covering [position, position + len): in the mapped meta
+   * file when there is one (no I/O), else pread into the scratch's sums buffer. Returns the buffer
+   * holding them; the first is at index {@code s.sumsBase}.
+   */
   private static ByteBuffer readSums(ReplicaFiles replica, long position, int len, Scratch s)
       throws IOException {
     MetaHeader header = replica.header();
@@ -220,19 +229,35 @@ public final class LocalBlockReader {
     long firstChunk = position / bpc;
     long lastChunk = (position + len - 1) / bpc;
     int bytes = (int) (lastChunk - firstChunk + 1) * header.checksumSize();
+    long offset = header.checksumOffset(firstChunk);
+    MappedByteBuffer mapped = replica.mappedSums();
+    if (mapped != null) {
+      if (offset + bytes > mapped.capacity()) {
+        throw metaTooShort(replica, firstChunk, (int) Math.max(0, mapped.capacity() - offset));
+      }
+      s.sumsBase = (int) offset;
+      return mapped;
+    }
     ByteBuffer sums = s.sums;
     sums.clear().limit(bytes);
-    int n = readFully(replica.meta(), sums, header.checksumOffset(firstChunk), bytes);
+    int n = readFully(replica.meta(), sums, offset, bytes);
     if (n < bytes) {
-      throw new ChecksumException(
-          "meta file of "
-              + replica.blockName()
-              + " is too short: no checksum for the chunk at block offset "
-              + (firstChunk * bpc + (long) n / header.checksumSize() * bpc),
-          firstChunk * bpc);
+      throw metaTooShort(replica, firstChunk, n);
     }
     sums.flip();
+    s.sumsBase = 0;
     return sums;
+  }
+
+  private static ChecksumException metaTooShort(ReplicaFiles replica, long firstChunk, int got) {
+    MetaHeader header = replica.header();
+    int bpc = header.bytesPerChecksum();
+    return new ChecksumException(
+        "meta file of "
+            + replica.blockName()
+            + " is too short: no checksum for the chunk at block offset "
+            + (firstChunk * bpc + (long) got / header.checksumSize() * bpc),
+        firstChunk * bpc);
   }
 
   /**
@@ -248,18 +273,26 @@ public final class LocalBlockReader {
       ByteBuffer sums,
       Scratch s,
       String fileName)
-      throws ChecksumException {
+      throws IOException {
     MetaHeader header = replica.header();
     int bpc = header.bytesPerChecksum();
     Checksum crc = header.type() == MetaHeader.TYPE_CRC32C ? s.crc32c : s.crc32;
     int chunks = (len + bpc - 1) / bpc;
+    int base = s.sumsBase;
     for (int i = 0; i < chunks; i++) {
       int chunkStart = from + i * bpc;
       int chunkLen = Math.min(bpc, len - i * bpc);
       crc.reset();
       buf.limit(chunkStart + chunkLen).position(chunkStart);
       crc.update(buf);
-      int expected = sums.getInt(i * 4);
+      int expected;
+      try {
+        expected = sums.getInt(base + i * 4);
+      } catch (InternalError e) {
+        // A mapped meta file cut shorter under us (block recovery): the page is gone (SIGBUS).
+        throw new java.io.IOException(
+            "meta file of " + replica.blockName() + " changed size under a read", e);
+      }
       int actual = (int) crc.getValue();
       if (expected != actual) {
         long badOffset = position + (long) i * bpc;
@@ -334,6 +367,10 @@ public final class LocalBlockReader {
     ByteBuffer data;
 
     final ByteBuffer sums = ByteBuffer.allocateDirect(MAX_CHUNKS_PER_READ * 4);
+
+    /** Index of the first checksum in the buffer {@code readSums} returned last. */
+    int sumsBase;
+
     final CRC32C crc32c = new CRC32C();
     final CRC32 crc32 = new CRC32();
     private final int size;

@@ -2,14 +2,21 @@ package io.scr.core.read;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 
 /**
- * The two open files of one local replica: the block data and its meta file (checksums), with the
+ * The open files of one local replica: the block data and its meta file (checksums), with the
  * parsed meta header and the replica's length when opened.
  *
- * <p>fd ownership: this object owns both channels; {@link #close()} closes them, once. Reads use
- * positional {@code FileChannel.read}, which is safe from many threads at once.
+ * <p>The meta file is mapped read-only when {@link ChecksumMappings} allows it; its channel is then
+ * closed at once (the mapping keeps the file), so the replica holds one fd, and verified reads find
+ * their checksums in memory. Otherwise the meta channel stays open and checksums are pread.
+ *
+ * <p>fd ownership: this object owns the channels and the mapping; {@link #close()} closes and
+ * unmaps them, once. The caller must not read after (or during) {@link #close()}: the replica cache
+ * guarantees that by closing a replica only after its last lease. Reads use positional {@code
+ * FileChannel.read} and absolute buffer reads, safe from many threads at once.
  */
 public final class ReplicaFiles implements Closeable {
   private final FileChannel data;
@@ -18,30 +25,64 @@ public final class ReplicaFiles implements Closeable {
   private final long length;
   private final String blockName;
 
+  /** The mapped meta file, or null (checksums are pread from {@link #meta}). */
+  private final MappedByteBuffer sums;
+
+  private volatile boolean closed;
+
   /**
-   * Takes ownership of both channels.
+   * Takes ownership of both channels; checksums will be pread.
    *
    * @param blockName names the block in errors (e.g. {@code BP-1:blk_1073741825_1001})
    */
   public ReplicaFiles(
       FileChannel data, FileChannel meta, MetaHeader header, long length, String blockName) {
+    this(data, meta, header, length, blockName, null);
+  }
+
+  private ReplicaFiles(
+      FileChannel data,
+      FileChannel meta,
+      MetaHeader header,
+      long length,
+      String blockName,
+      MappedByteBuffer sums) {
     this.data = data;
     this.meta = meta;
     this.header = header;
     this.length = length;
     this.blockName = blockName;
+    this.sums = sums;
   }
 
   /**
-   * Opens the replica from its two channels: reads the meta header and the data length. On failure
-   * both channels are closed.
+   * Opens the replica from its two channels: reads the meta header and the data length, and maps
+   * the meta file if it can (closing its channel). On failure both channels are closed.
    */
   public static ReplicaFiles open(FileChannel data, FileChannel meta, String blockName)
       throws IOException {
+    return open(data, meta, blockName, true);
+  }
+
+  /** As {@link #open(FileChannel, FileChannel, String)}; {@code mapChecksums} false never maps. */
+  static ReplicaFiles open(
+      FileChannel data, FileChannel meta, String blockName, boolean mapChecksums)
+      throws IOException {
+    MappedByteBuffer mapped = null;
     try {
       MetaHeader header = MetaHeader.read(meta);
-      return new ReplicaFiles(data, meta, header, data.size(), blockName);
+      long dataLength = data.size();
+      if (mapChecksums && header.type() != MetaHeader.TYPE_NULL) {
+        mapped = ChecksumMappings.map(meta, meta.size());
+      }
+      if (mapped != null) {
+        meta.close(); // the mapping keeps the file; one fd less per cached replica
+      }
+      return new ReplicaFiles(data, meta, header, dataLength, blockName, mapped);
     } catch (IOException | RuntimeException e) {
+      if (mapped != null) {
+        ChecksumMappings.unmap(mapped);
+      }
       try {
         data.close();
       } finally {
@@ -56,9 +97,17 @@ public final class ReplicaFiles implements Closeable {
     return data;
   }
 
-  /** The meta file channel. */
+  /** The meta file channel (closed when the checksums are mapped: see {@link #mappedSums()}). */
   public FileChannel meta() {
     return meta;
+  }
+
+  /**
+   * The whole meta file mapped read-only (big-endian checksums at {@link
+   * MetaHeader#checksumOffset}), or null when checksums are pread from {@link #meta()}.
+   */
+  MappedByteBuffer mappedSums() {
+    return sums;
   }
 
   /** The meta header. */
@@ -76,18 +125,33 @@ public final class ReplicaFiles implements Closeable {
     return blockName;
   }
 
-  /** Whether both channels are still open. */
-  public boolean isOpen() {
-    return data.isOpen() && meta.isOpen();
+  /** File descriptors held: 1 when the meta file is mapped, else 2. */
+  public int fdCount() {
+    return sums != null ? 1 : 2;
   }
 
-  /** Closes both channels; idempotent. */
+  /** Whether the files are still usable (not closed; the data channel not closed by interrupt). */
+  public boolean isOpen() {
+    return !closed && data.isOpen() && (sums != null || meta.isOpen());
+  }
+
+  /** Closes both channels and unmaps the meta file; idempotent. */
   @Override
-  public void close() throws IOException {
+  public synchronized void close() throws IOException {
+    if (closed) {
+      return;
+    }
+    closed = true;
     try {
       data.close();
     } finally {
-      meta.close();
+      try {
+        meta.close();
+      } finally {
+        if (sums != null) {
+          ChecksumMappings.unmap(sums);
+        }
+      }
     }
   }
 }

@@ -69,7 +69,7 @@ public final class Replica implements CachedValue {
 
   @Override
   public int fdCost() {
-    return 2;
+    return files.fdCount();
   }
 
   /**

@@ -31,6 +31,11 @@ class LocalBlockReaderTest {
   }
 
   private static ReplicaFiles write(Path dir, byte[] data, int type) throws IOException {
+    return write(dir, data, type, true);
+  }
+
+  private static ReplicaFiles write(Path dir, byte[] data, int type, boolean map)
+      throws IOException {
     Path d = dir.resolve("blk");
     Path m = dir.resolve("blk.meta");
     Files.write(d, data);
@@ -45,7 +50,8 @@ class LocalBlockReaderTest {
     return ReplicaFiles.open(
         FileChannel.open(d, StandardOpenOption.READ),
         FileChannel.open(m, StandardOpenOption.READ),
-        "BP-1:blk_7_1");
+        "BP-1:blk_7_1",
+        map);
   }
 
   @Test
@@ -71,25 +77,77 @@ class LocalBlockReaderTest {
     byte[] data = new byte[200_000 + 77]; // partial last chunk
     rnd.nextBytes(data);
     LocalBlockReader reader = new LocalBlockReader(4096);
-    for (int type : new int[] {MetaHeader.TYPE_CRC32C, MetaHeader.TYPE_CRC32}) {
-      try (ReplicaFiles f = write(dir(), data, type)) {
+    for (int variant = 0; variant < 4; variant++) {
+      int type = variant % 2 == 0 ? MetaHeader.TYPE_CRC32C : MetaHeader.TYPE_CRC32;
+      boolean map = variant < 2;
+      try (ReplicaFiles f = write(dir(), data, type, map)) {
+        assertEquals(
+            map && ChecksumMappings.isAvailable() ? 1 : 2,
+            f.fdCount(),
+            "a mapped meta file holds no fd");
+        assertEquals(map && ChecksumMappings.isAvailable(), f.mappedSums() != null);
+        assertTrue(f.isOpen());
         for (int i = 0; i < 300; i++) {
           int off = i % 5 == 0 ? data.length - 1 - rnd.nextInt(700) : rnd.nextInt(data.length);
           int len = 1 + rnd.nextInt(20_000);
           int want = Math.min(len, data.length - off);
-          ByteBuffer dst =
-              rnd.nextBoolean() ? ByteBuffer.allocateDirect(want) : ByteBuffer.allocate(want);
-          while (dst.hasRemaining()) {
-            assertTrue(reader.read(f, off + dst.position(), dst, true, "/f") > 0);
-          }
-          dst.flip();
           byte[] got = new byte[want];
-          dst.get(got);
+          if (i % 3 == 0) {
+            int done = 0;
+            while (done < want) {
+              int n = reader.read(f, off + done, got, done, want - done, true, "/f");
+              assertTrue(n > 0);
+              done += n;
+            }
+          } else {
+            ByteBuffer dst =
+                rnd.nextBoolean() ? ByteBuffer.allocateDirect(want) : ByteBuffer.allocate(want);
+            while (dst.hasRemaining()) {
+              assertTrue(reader.read(f, off + dst.position(), dst, true, "/f") > 0);
+            }
+            dst.flip();
+            dst.get(got);
+          }
           assertArrayEquals(Arrays.copyOfRange(data, off, off + want), got, "off " + off);
         }
         assertEquals(-1, reader.read(f, data.length, new byte[4], 0, 4, true, "/f"));
+        f.close();
+        assertTrue(!f.isOpen());
+        f.close(); // idempotent: unmaps once
       }
     }
+  }
+
+  @Test
+  void mappedChecksumsAreReleasedOnCloseAndAShortMetaFileIsAChecksumError() throws Exception {
+    byte[] data = new byte[5000];
+    new Random(9).nextBytes(data);
+    Path dir = dir();
+    int liveBefore = ChecksumMappings.live();
+    write(dir, data, MetaHeader.TYPE_CRC32C, true).close();
+    assertEquals(liveBefore, ChecksumMappings.live(), "close unmapped the meta file");
+    // Cut the meta file after the header and the first checksum: chunk 1 has no checksum.
+    byte[] meta = Files.readAllBytes(dir.resolve("blk.meta"));
+    Files.write(dir.resolve("blk.meta"), Arrays.copyOf(meta, 7 + 4));
+    LocalBlockReader reader = new LocalBlockReader(4096);
+    for (boolean map : new boolean[] {true, false}) {
+      try (ReplicaFiles f =
+          ReplicaFiles.open(
+              FileChannel.open(dir.resolve("blk")),
+              FileChannel.open(dir.resolve("blk.meta")),
+              "BP-1:blk_8_1",
+              map)) {
+        assertEquals(100, reader.read(f, 0, new byte[100], 0, 100, true, "/f"));
+        ChecksumException e =
+            assertThrows(
+                ChecksumException.class,
+                () -> reader.read(f, 600, new byte[100], 0, 100, true, "/f"));
+        assertTrue(
+            e.getMessage().contains("meta file of BP-1:blk_8_1 is too short"), e.getMessage());
+        assertEquals(512, e.getPos());
+      }
+    }
+    assertEquals(liveBefore, ChecksumMappings.live());
   }
 
   @Test
