@@ -1,5 +1,6 @@
 package io.scr.core.read;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
@@ -65,12 +66,14 @@ final class ChecksumMappings {
 
   private ChecksumMappings() {}
 
-  private static int limit() {
-    try {
-      String s =
-          new String(
-              Files.readAllBytes(Paths.get("/proc/sys/vm/max_map_count")), StandardCharsets.UTF_8);
-      return Math.max(0, Integer.parseInt(s.trim()) / 4);
+  /** A quarter of {@code vm.max_map_count}, or 16384 if it cannot be read. */
+  static int limit() {
+    // One read of a line: a sysctl file answers a read at offset 0 with the whole value and ends
+    // there, so a reader that starts small (Files.readAllBytes of a "0-byte" file) gets one digit.
+    try (BufferedReader in =
+        Files.newBufferedReader(Paths.get("/proc/sys/vm/max_map_count"), StandardCharsets.UTF_8)) {
+      String line = in.readLine();
+      return line == null ? 16384 : Math.max(0, Integer.parseInt(line.trim()) / 4);
     } catch (IOException | RuntimeException e) {
       return 16384;
     }

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
@@ -114,6 +115,28 @@ class LocalBlockReaderTest {
         f.close();
         assertTrue(!f.isOpen());
         f.close(); // idempotent: unmaps once
+      }
+    }
+  }
+
+  @Test
+  void manyReplicasMapTheirMetaFilesUpToAQuarterOfTheProcessMapLimit() throws Exception {
+    int limit = ChecksumMappings.limit();
+    assertTrue(limit >= 1024, "a quarter of vm.max_map_count, read whole: " + limit);
+    if (!ChecksumMappings.isAvailable()) {
+      return;
+    }
+    byte[] data = new byte[2000];
+    List<ReplicaFiles> open = new java.util.ArrayList<>();
+    try {
+      for (int i = 0; i < 50; i++) {
+        ReplicaFiles f = write(dir(), data, MetaHeader.TYPE_CRC32C, true);
+        open.add(f);
+        assertEquals(1, f.fdCount(), "replica " + i + " mapped its meta file");
+      }
+    } finally {
+      for (ReplicaFiles f : open) {
+        f.close();
       }
     }
   }
