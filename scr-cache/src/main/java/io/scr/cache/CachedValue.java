@@ -15,7 +15,9 @@ import java.io.IOException;
  * <p><b>Thread-safety.</b> {@link #fdCost()} is read once, right after loading. {@link #isValid()}
  * is called from any thread, on every lease and during maintenance (under a stripe lock), so it
  * must be cheap, non-blocking and thread-safe; for a replica it is a read of the shared-memory
- * slot's VALID bit.
+ * slot's VALID bit. The cache never calls it once {@link #close()} may have started: on a lease
+ * only while holding that lease, during maintenance only on a linked, idle entry under its stripe
+ * lock (an entry is unlinked under that lock before it is queued for closing).
  */
 public interface CachedValue extends Closeable {
 

@@ -24,13 +24,14 @@ import org.slf4j.LoggerFactory;
  * <p><b>Concurrency contract.</b>
  *
  * <ul>
- *   <li><b>Hit path, lock-free:</b> a map {@code get}, {@link CachedValue#isValid()}, a CAS on the
- *       node's state word to take the lease, and a {@link LongAdder} hit count. Returning the lease
- *       is an atomic decrement plus, once per clock tick, an opaque store of the idle time (from
- *       {@link #clock}, never the ticker) and one CAS recording the release in the stripe's lossy
- *       buffer. No lock is taken unless the buffer is full, and then only by {@code tryLock}. LRU
- *       order and idle times therefore have the resolution of the clock tick: the maintenance
- *       interval, or the time between loads if those are more frequent.
+ *   <li><b>Hit path, lock-free:</b> a map {@code get}, a CAS on the node's state word to take the
+ *       lease, {@link CachedValue#isValid()} (asked only while leased, so never of a value being
+ *       closed), and a {@link LongAdder} hit count. Returning the lease is an atomic decrement
+ *       plus, once per clock tick, an opaque store of the idle time (from {@link #clock}, never the
+ *       ticker) and one CAS recording the release in the stripe's lossy buffer. No lock is taken
+ *       unless the buffer is full, and then only by {@code tryLock}. LRU order and idle times
+ *       therefore have the resolution of the clock tick: the maintenance interval, or the time
+ *       between loads if those are more frequent.
  *   <li><b>Stripe locks</b> ({@link Stripe#lock}) own each stripe's access list. They are taken to
  *       link a loaded entry, to replay the buffer, to pick and retire eviction victims and to sweep
  *       for expiry. Map removals, counters and close scheduling happen after unlocking. No loader,
@@ -166,14 +167,26 @@ final class StripedLeaseCache<K, V extends CachedValue>
     return true;
   }
 
-  /** The hit path: a leased node holding a valid value, or null (nothing changed). */
+  /**
+   * The hit path: a leased node holding a valid value, or null (a stale entry found here is retired
+   * on the way out, so the miss path loads afresh).
+   *
+   * <p>The lease is taken <em>before</em> {@link CachedValue#isValid()} is asked: a value is never
+   * closed while leased, so validity is only ever checked on an open value. The other order let a
+   * reader check a value the closer thread was closing at that moment; for a replica that meant
+   * reading a shared-memory slot whose segment was being unmapped.
+   */
   private Node<K, V> acquireIfPresent(K key) {
     Node<K, V> n = map.get(key);
     if (n != null) {
       V v = n.value;
-      if (v != null && v.isValid() && n.tryAcquire()) {
-        hits.increment();
-        return n;
+      if (v != null && n.tryAcquire()) {
+        if (v.isValid()) {
+          hits.increment();
+          return n;
+        }
+        retire(n, RemovalCause.STALE);
+        release(n);
       }
     }
     return null;

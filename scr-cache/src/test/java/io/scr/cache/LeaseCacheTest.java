@@ -455,4 +455,36 @@ class LeaseCacheTest {
       Thread.onSpinWait();
     }
   }
+
+  /**
+   * A reader on the hit path asks the value whether it is still valid. The entry must not be closed
+   * under it: for a replica, closing releases the slot and may unmap its segment, and the validity
+   * check is a read of that slot (a JVM crash in CI before the lease was taken first).
+   */
+  @Test
+  void aValueIsNeverClosedWhileAReaderChecksItsValidity() throws Exception {
+    create(config());
+    TestValue value = leaseAndRelease("a");
+    CountDownLatch inCheck = new CountDownLatch(1);
+    CountDownLatch proceed = new CountDownLatch(1);
+    value.duringIsValid =
+        () -> {
+          value.duringIsValid = null;
+          inCheck.countDown();
+          try {
+            proceed.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        };
+    Future<TestValue> reader = pool.submit(() -> leaseAndRelease("a"));
+    assertTrue(inCheck.await(10, TimeUnit.SECONDS), "the reader reached the validity check");
+    cache.close(); // retires everything and closes what is not leased, before returning
+    boolean closedUnderReader = value.isClosed();
+    proceed.countDown();
+    assertFalse(closedUnderReader, "closed while a reader was checking it");
+    assertSame(value, reader.get(10, TimeUnit.SECONDS), "the reader held its lease: a hit");
+    assertTrue(value.isClosed(), "closed by the reader returning the last lease");
+    assertEquals(1, value.closes.get());
+  }
 }

@@ -41,6 +41,12 @@ final class TestValue implements CachedValue {
   final CountDownLatch closed = new CountDownLatch(1);
   volatile boolean valid = true;
 
+  /** Run inside the next {@link #isValid()} calls while set (tests park a reader there). */
+  volatile Runnable duringIsValid;
+
+  /** Non-zero while some thread is inside {@link #isValid()}. */
+  final AtomicInteger checking = new AtomicInteger();
+
   private TestValue(Ledger ledger, Object key, int fdCost, int serial) {
     this.ledger = ledger;
     this.key = key;
@@ -55,11 +61,28 @@ final class TestValue implements CachedValue {
 
   @Override
   public boolean isValid() {
-    return valid;
+    if (closes.get() > 0) {
+      // For a replica this is a read of a slot whose segment may already be unmapped.
+      ledger.violations.add(this + " asked isValid() after close");
+    }
+    checking.incrementAndGet();
+    try {
+      Runnable hook = duringIsValid;
+      if (hook != null) {
+        hook.run();
+      }
+      return valid;
+    } finally {
+      checking.decrementAndGet();
+    }
   }
 
   @Override
   public void close() {
+    if (checking.get() != 0) {
+      // For a replica: its segment is unmapped under a reader that is reading the slot.
+      ledger.violations.add(this + " closed while a reader was checking its validity");
+    }
     int leases = testLeases.get();
     if (leases != 0) {
       ledger.violations.add(this + " closed while " + leases + " leases were open");
