@@ -61,6 +61,7 @@ public final class ScrClient implements Closeable {
   private final ConcurrentHashMap<String, Boolean> localAddresses = new ConcurrentHashMap<>();
   private final DataNodeHints hints = new DataNodeHints();
   private final LongAdder misdirected = new LongAdder();
+  private final FdBudgetWarning fdBudgetWarning;
   private final ClientCounters counters = new ClientCounters();
   private final ScrClientMetrics metrics;
   private final boolean metricsEnabled;
@@ -78,6 +79,17 @@ public final class ScrClient implements Closeable {
     this.context = context;
     for (FallbackReason r : FallbackReason.values()) {
       fallbacks.put(r, new LongAdder());
+    }
+    // A bad budget fails here, before any socket, thread or fd exists.
+    Integer capacity = ScrKeys.CACHE_CAPACITY.get(conf);
+    Long fdBudget = ScrKeys.CACHE_FD_BUDGET.get(conf);
+    if (fdBudget != null && fdBudget < 2) {
+      throw new IllegalArgumentException(
+          ScrKeys.CACHE_FD_BUDGET.name()
+              + "="
+              + fdBudget
+              + ": must be at least 2 (one replica holds two fds); unset it to derive the budget"
+              + " from the process fd limit");
     }
     this.enabled = ScrKeys.CLIENT_ENABLED.get(conf);
     this.pathTemplates = socketPathTemplates(conf);
@@ -109,11 +121,11 @@ public final class ScrClient implements Closeable {
               ? ScrKeys.DFS_REPLICA_STALE_THRESHOLD_MS.get(conf)
               : 300000L;
     }
-    Integer capacity = ScrKeys.CACHE_CAPACITY.get(conf);
     this.replicas =
         ReplicaManager.newBuilder(context, pool, backoff)
             .ticker(ticker)
             .capacity(capacity == null ? 0 : capacity)
+            .fdBudget(fdBudget == null ? 0 : fdBudget)
             .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf))
             .staleThresholdMs(stale)
             .shmEnabled(ScrKeys.SHM_ENABLED.get(conf))
@@ -121,9 +133,10 @@ public final class ScrClient implements Closeable {
             .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf))
             .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf))
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
-            .fallbacks(r -> fallbacks.get(r).increment())
+            .fallbacks(this::countFallback)
             .counters(counters)
             .build();
+    this.fdBudgetWarning = new FdBudgetWarning(context, ticker, this::cacheStats);
     this.metrics = new ScrClientMetrics(this, counters, pool, ticker);
     this.metricsEnabled = ScrKeys.METRICS_ENABLED.get(conf);
     this.summaryIntervalSeconds = ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf);
@@ -416,8 +429,15 @@ public final class ScrClient implements Closeable {
   }
 
   private <T> T fallback(FallbackReason reason) {
-    fallbacks.get(reason).increment();
+    countFallback(reason);
     return null;
+  }
+
+  private void countFallback(FallbackReason reason) {
+    fallbacks.get(reason).increment();
+    if (reason == FallbackReason.FD_BUDGET) {
+      fdBudgetWarning.fallback();
+    }
   }
 
   /** How often reads fell back for {@code reason}. */

@@ -186,6 +186,19 @@ public final class ScrKeys {
           "Maximum open replicas cached. Unset: sized from the process fd limit (RLIMIT_NOFILE):"
               + " half of it minus 1024, two fds per replica.");
 
+  /** Cache fd budget. */
+  public static final ScrKey<Long> CACHE_FD_BUDGET =
+      scr(
+          "scr.cache.fd.budget",
+          Long.class,
+          null,
+          "Most fds the open-replica cache may hold (a replica holds one or two), a hard limit:"
+              + " when the replicas in use fill it, a read of another block falls back to the"
+              + " stock path (fallback reason FD_BUDGET; one WARN, then at most one every 5"
+              + " minutes). Unset: from the process fd limit (RLIMIT_NOFILE soft limit L, which"
+              + " the JVM raises to the hard limit at start-up), max(L / 2 - 1024, L / 8). Capped"
+              + " at L. Without scr.cache.capacity the capacity is half the budget.");
+
   /** Cache idle expiry. */
   public static final ScrKey<Long> CACHE_IDLE_EXPIRY_MS =
       scr(

@@ -307,18 +307,28 @@ abstract class AbstractFaultTest {
     }
   }
 
-  // 4. fd exhaustion through a tiny budget.
+  // 4. fd exhaustion: a tiny budget (scr.cache.fd.budget) here; a lowered fd limit in a child JVM
+  // in the next test.
+  static final String FD_BUDGET_WARNING = "at its fd budget";
+
   @Test
   @Order(4)
-  void tinyFdBudgetFallsBackGracefullyAndKeepsTheCacheWithinIt() throws Exception {
+  void tinyFdBudgetFallsBackGracefullyWarnsOnceAndKeepsTheCacheWithinIt() throws Exception {
     ResourceSnapshot before = ResourceSnapshot.take();
-    int length = 12 * BLOCK;
+    int blocks = 12;
+    int length = blocks * BLOCK;
     byte[] data = dfs().writeRandomFile("/budget/f", length, 4);
-    int capacity = 2;
-    try (ScrFileSystem fs =
-            Faults.scrFileSystem(dfs(), c -> c.setInt("scr.cache.capacity", capacity));
+    long budget = 4; // two replicas
+    try (LogCapture log = LogCapture.scrWarnings();
+        ScrFileSystem fs =
+            Faults.scrFileSystem(dfs(), c -> c.setLong("scr.cache.fd.budget", budget));
         FSDataInputStream in = fs.open(new Path("/budget/f"))) {
       ScrClient scr = fs.scrClient();
+      assertEquals(budget, scr.cacheStats().fdBudget(), "the key must reach the cache");
+      int capacity = scr.cacheStats().capacity();
+      assertEquals(2, capacity, "without scr.cache.capacity: half the budget");
+
+      // Phase 1: six readers over a working set six times the cache.
       AtomicBoolean stop = new AtomicBoolean();
       AtomicLong mismatches = new AtomicLong();
       ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
@@ -332,7 +342,7 @@ abstract class AbstractFaultTest {
       }
       long maxFds = 0;
       int maxEntries = 0;
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
       while (System.nanoTime() < deadline) {
         LeaseCacheStats s = scr.cacheStats();
         maxFds = Math.max(maxFds, s.openFds());
@@ -350,18 +360,77 @@ abstract class AbstractFaultTest {
       assertTrue(
           maxEntries <= capacity + readers.size(),
           "entries " + maxEntries + " > capacity " + capacity + " + " + readers.size());
+      assertTrue(maxFds <= budget, "fds " + maxFds + " > budget " + budget);
+      assertTrue(s.evictionCount() > 0, "a working set of 12 blocks must evict: " + s);
       Faults.await(
           "the cache to shrink back to its capacity",
           Duration.ofSeconds(10),
           () -> scr.cacheStats().entryCount() <= capacity);
-      assertTrue(maxFds <= s.fdBudget(), "fds " + maxFds + " > budget " + s.fdBudget());
-      assertTrue(s.evictionCount() > 0, "a working set of 12 blocks must evict: " + s);
-      assertArrayEquals(data, Faults.readFully(fs, "/budget/f", length));
+
+      // Phase 2: every replica the budget allows is in use (busy handlers hold leases): reads of
+      // other blocks fall back to the stock path with the right bytes, counted as FD_BUDGET.
+      LocatedBlocks lbs = dfs().fileSystem().getClient().getLocatedBlocks("/budget/f", 0, length);
+      List<ReplicaLease> held = new ArrayList<>();
+      try {
+        long fallbacksBefore = scr.fallbackCount(FallbackReason.FD_BUDGET);
+        int first = FdLimitChild.leaseUntilTheBudgetIsFull(scr, lbs, dfs().socketPath(0), held);
+        assertTrue(first > 0 && first < blocks, "leased " + first + " of " + blocks);
+        for (int b = first; b < blocks; b++) {
+          try (HdfsDataInputStream other = (HdfsDataInputStream) fs.open(new Path("/budget/f"))) {
+            byte[] buf = new byte[BLOCK];
+            other.readFully((long) b * BLOCK, buf);
+            assertArrayEquals(
+                Arrays.copyOfRange(data, b * BLOCK, (b + 1) * BLOCK), buf, "block " + b);
+            assertEquals(
+                0,
+                other.getReadStatistics().getTotalShortCircuitBytesRead(),
+                "block " + b + " cannot fit in the budget and must be read the stock way");
+          }
+        }
+        assertTrue(
+            scr.fallbackCount(FallbackReason.FD_BUDGET) >= fallbacksBefore + 1 + blocks - first,
+            "every read of another block falls back for FD_BUDGET: "
+                + scr.metricsSnapshot().fallbacks());
+        assertTrue(scr.cacheStats().openFds() <= budget, scr.cacheStats().toString());
+      } finally {
+        held.forEach(ReplicaLease::close);
+      }
+      // With the leases back, reads short-circuit again.
+      try (HdfsDataInputStream again = (HdfsDataInputStream) fs.open(new Path("/budget/f"))) {
+        byte[] all = new byte[length];
+        again.readFully(0, all);
+        assertArrayEquals(data, all);
+        assertEquals(length, again.getReadStatistics().getTotalShortCircuitBytesRead());
+      }
+      Faults.await(
+          "the cache to shrink back to its capacity",
+          Duration.ofSeconds(10),
+          () -> scr.cacheStats().entryCount() <= capacity);
+      long fallbacks = scr.fallbackCount(FallbackReason.FD_BUDGET);
+      List<String> warnings = log.matching(FD_BUDGET_WARNING);
+      assertEquals(
+          1, warnings.size(), fallbacks + " FD_BUDGET fallbacks must log one warning: " + warnings);
+      assertTrue(
+          warnings.get(0).contains("scr.cache.fd.budget"), "the warning names the key to raise");
       System.out.printf(
-          "fd budget: max entries %d, max fds %d, FD_BUDGET fallbacks %d, evictions %d%n",
-          maxEntries, maxFds, scr.fallbackCount(FallbackReason.FD_BUDGET), s.evictionCount());
+          "fd budget: max entries %d, max fds %d, FD_BUDGET fallbacks %d, evictions %d, warning:"
+              + " %s%n",
+          maxEntries, maxFds, fallbacks, scr.cacheStats().evictionCount(), warnings.get(0));
     }
     assertNoScrLeaks(before);
+  }
+
+  @Test
+  @Order(4)
+  void loweredFdLimitInAChildJvmFallsBackGracefullyAndWarnsOnce() throws Exception {
+    FdLimitChild.Result r = FdLimitChild.run(dfs(), BLOCK);
+    System.out.println("child JVM: " + r);
+    assertEquals(0, r.exitCode(), "the child must neither crash nor fail: " + r.output());
+    assertEquals(
+        1,
+        r.linesContaining(FD_BUDGET_WARNING),
+        "one fd-budget warning in the child's log: " + r.output());
+    assertTrue(r.resultLine() != null, "the child reports its result: " + r.output());
   }
 
   // 5. Interrupted reader threads.

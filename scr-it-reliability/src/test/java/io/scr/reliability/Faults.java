@@ -55,16 +55,21 @@ final class Faults {
   static ScrFileSystem scrFileSystem(MiniDfs dfs, Consumer<Configuration> extra) {
     return dfs.newFileSystem(
         c -> {
-          c.set("fs.hdfs.impl", ScrFileSystem.class.getName());
-          c.set("scr.client.context", "reliability-" + CONTEXTS.incrementAndGet());
-          c.setBoolean("dfs.client.read.shortcircuit", false);
-          // stock retries after a failed block read wait up to 3 s by default
-          c.setInt("dfs.client.retry.window.base", 10);
-          if (dfs.mode() == DataNodeMode.SHIM) {
-            c.set("scr.client.socket.paths", c.get(MiniDfs.SHIM_SOCKET_PATH_KEY));
-          }
+          scrSettings(dfs, c);
           extra.accept(c);
         });
+  }
+
+  /** The settings of {@link #scrFileSystem} (also for a child JVM's configuration file). */
+  static void scrSettings(MiniDfs dfs, Configuration c) {
+    c.set("fs.hdfs.impl", ScrFileSystem.class.getName());
+    c.set("scr.client.context", "reliability-" + CONTEXTS.incrementAndGet());
+    c.setBoolean("dfs.client.read.shortcircuit", false);
+    // stock retries after a failed block read wait up to 3 s by default
+    c.setInt("dfs.client.retry.window.base", 10);
+    if (dfs.mode() == DataNodeMode.SHIM) {
+      c.set("scr.client.socket.paths", c.get(MiniDfs.SHIM_SOCKET_PATH_KEY));
+    }
   }
 
   static byte[] readFully(ScrFileSystem fs, String path, int length) throws IOException {

@@ -24,10 +24,16 @@ final class FdLimitCheck implements Check {
     return Math.max(l / 2 - 1024, l / 8);
   }
 
+  /** The fd budget in effect for limit {@code l}: scr.cache.fd.budget (capped at l) or derived. */
+  static long budget(DoctorContext ctx, long l) {
+    Long explicit = ScrKeys.CACHE_FD_BUDGET.get(ctx.conf());
+    return explicit != null ? Math.min(explicit, l) : budget(l);
+  }
+
   /** The cache capacity in effect for limit {@code l}. */
   static long capacity(DoctorContext ctx, long l) {
     Integer explicit = ScrKeys.CACHE_CAPACITY.get(ctx.conf());
-    return explicit != null ? explicit : budget(l) / 2;
+    return explicit != null ? explicit : budget(ctx, l) / 2;
   }
 
   @Override
@@ -41,9 +47,10 @@ final class FdLimitCheck implements Check {
               "check ulimit -n of the process that reads (RegionServer, executor) by hand"));
     }
     Integer explicit = ScrKeys.CACHE_CAPACITY.get(ctx.conf());
-    long budget = budget(limit);
+    long budget = budget(ctx, limit);
     if (explicit != null && 2L * explicit > budget) {
       long need = 2L * (2L * explicit + 1024);
+      boolean budgetSet = ScrKeys.CACHE_FD_BUDGET.get(ctx.conf()) != null;
       return Collections.singletonList(
           Finding.fail(
               ID,
@@ -51,18 +58,29 @@ final class FdLimitCheck implements Check {
                   + explicit
                   + " needs "
                   + 2L * explicit
-                  + " fds, but RLIMIT_NOFILE "
-                  + limit
-                  + " leaves the cache "
+                  + " fds, but "
+                  + (budgetSet
+                      ? ScrKeys.CACHE_FD_BUDGET.name() + " (with RLIMIT_NOFILE " + limit + ") gives"
+                      : "RLIMIT_NOFILE " + limit + " leaves")
+                  + " the cache "
                   + budget
                   + " (the rest is for the process's own files): the cache will be cut to "
                   + budget / 2
                   + " replicas and fd exhaustion can crash the process",
-              "raise the fd limit to at least "
-                  + need
-                  + " (ulimit -n; limits.conf nofile; systemd LimitNOFILE) or lower"
-                  + " scr.cache.capacity to "
-                  + budget / 2));
+              budgetSet
+                  ? "raise "
+                      + ScrKeys.CACHE_FD_BUDGET.name()
+                      + " to "
+                      + 2L * explicit
+                      + " (and the fd limit to at least "
+                      + need
+                      + ") or lower scr.cache.capacity to "
+                      + budget / 2
+                  : "raise the fd limit to at least "
+                      + need
+                      + " (ulimit -n; limits.conf nofile; systemd LimitNOFILE) or lower"
+                      + " scr.cache.capacity to "
+                      + budget / 2));
     }
     if (limit < LOW_LIMIT) {
       return Collections.singletonList(

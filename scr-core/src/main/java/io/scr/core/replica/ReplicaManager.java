@@ -106,6 +106,9 @@ public final class ReplicaManager implements Closeable {
     if (b.capacity > 0) {
       cc.capacity(b.capacity);
     }
+    if (b.fdBudget > 0) {
+      cc.fdBudget(b.fdBudget);
+    }
     this.cache = LeaseCache.create(cc.build());
   }
 
@@ -443,6 +446,7 @@ public final class ReplicaManager implements Closeable {
     private final PathBackoff backoff;
     private Ticker ticker = Ticker.systemTicker();
     private int capacity;
+    private long fdBudget;
     private long idleExpiryMs = 300000;
     private long staleThresholdMs = 300000;
     private boolean shmEnabled = true;
@@ -471,6 +475,12 @@ public final class ReplicaManager implements Closeable {
     /** Cache capacity in replicas; 0 = from the fd limit. */
     public Builder capacity(int c) {
       this.capacity = c;
+      return this;
+    }
+
+    /** Most fds the cache may hold; 0 = from the fd limit. */
+    public Builder fdBudget(long fds) {
+      this.fdBudget = fds;
       return this;
     }
 

@@ -148,6 +148,18 @@ class DoctorTest {
                 "scr.cache.capacity=2000 needs 4000 fds, but RLIMIT_NOFILE 1024 leaves the cache 128"),
         f.get(0).finding());
     assertTrue(f.get(0).fix().contains("raise the fd limit to at least 10048"), f.get(0).fix());
+    // An explicit fd budget too small for the capacity names the budget key.
+    Configuration b = conf("/x/dn.sock");
+    b.setInt("scr.cache.capacity", 100);
+    b.setLong("scr.cache.fd.budget", 50);
+    List<Finding> small =
+        run(DoctorContext.newBuilder(b).fdLimit(65536).build(), new FdLimitCheck());
+    assertEquals(Finding.Status.FAIL, small.get(0).status());
+    assertTrue(
+        small.get(0).finding().contains("scr.cache.fd.budget (with RLIMIT_NOFILE 65536) gives"),
+        small.get(0).finding());
+    assertTrue(
+        small.get(0).fix().startsWith("raise scr.cache.fd.budget to 200"), small.get(0).fix());
     // Derived capacity with a low limit: a warning about the limit itself.
     List<Finding> low =
         run(DoctorContext.newBuilder(conf("/x")).fdLimit(4096).build(), new FdLimitCheck());
