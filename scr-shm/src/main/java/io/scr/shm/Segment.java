@@ -31,12 +31,22 @@ import org.slf4j.LoggerFactory;
  * ShortCircuitShm}. {@link #close()} is idempotent and thread-safe, but the caller must guarantee
  * the rule below.
  *
- * <p><b>The close rule:</b> closing unmaps the memory, and touching an unmapped slot crashes the
- * JVM. Close a segment only when no thread will touch any of its slots again: the {@link SlotPool}
- * does so only after every slot of the segment is back in its free bitmap and the segment is out of
- * its allocation path; a creator does so only after the client's socket is gone. A {@link Cleaner}
- * unmaps a segment that was never closed once it becomes unreachable (and logs it), as a last line
- * of defence, never as the plan.
+ * <p><b>Closing, and why a stale slot reference cannot crash the JVM.</b> Touching unmapped memory
+ * crashes the JVM, and slots are read by threads that may lag behind the segment's owner (a cached
+ * replica checking VALID as its segment is returned). So {@link #close()} does not unmap: it
+ * replaces the shared pages, in one {@code mmap(MAP_FIXED)}, with private zero pages. The shared
+ * memory is released at once (the DataNode's side and the fd's pages are no longer pinned by this
+ * process), every later read of a slot sees a zero word (not VALID, not anchorable) and a write
+ * lands in a private page nobody reads. The address range itself stays reserved until the segment
+ * object is unreachable (no {@code Slot} of it is referenced anywhere, and every slot access keeps
+ * its slot reachable to its end); then the module's {@link Cleaner} unmaps it. A segment that was
+ * never closed is unmapped the same way, with a warning: the cleaner is the last line of defence
+ * for the shared memory, never the plan. A closed segment therefore costs one 4-8 KiB anonymous
+ * mapping (no resident memory unless written) until the next garbage collection that reclaims it.
+ *
+ * <p>Owners still close a segment only when they are done with it: the {@link SlotPool} does so
+ * after every slot of the segment is back in its free bitmap and the segment is out of its
+ * allocation path; a creator does so after the client's socket is gone.
  */
 public final class Segment implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
@@ -47,8 +57,7 @@ public final class Segment implements AutoCloseable {
   private final SharedWords words;
   private final Slot[] slots;
   private final AtomicBoolean closed;
-  private final Unmapper unmapper;
-  private final Cleaner.Cleanable cleanable;
+  private final long address;
 
   @GuardedBy("this")
   private final BitSet registered;
@@ -66,8 +75,8 @@ public final class Segment implements AutoCloseable {
     }
     this.registered = new BitSet(slots.length);
     this.closed = new AtomicBoolean();
-    this.unmapper = new Unmapper(id, address, length, closed);
-    this.cleanable = CLEANER.register(this, unmapper);
+    this.address = address;
+    CLEANER.register(this, new Unmapper(id, address, length, closed));
   }
 
   /**
@@ -196,19 +205,36 @@ public final class Segment implements AutoCloseable {
     }
   }
 
-  /** Whether {@link #close()} has run. */
+  /** The mapped address; for tests that look the range up in /proc/self/maps. */
+  long address() {
+    return address;
+  }
+
+  /** Whether {@link #close()} has run (the slots read as zero from then on). */
   public boolean isClosed() {
     return closed.get();
   }
 
   /**
-   * Unmaps the segment, once; later calls do nothing. See the close rule in the class javadoc: no
-   * thread may touch a slot of this segment afterwards.
+   * Releases the shared memory, once; later calls do nothing. The slots read as zero (invalid) from
+   * now on, and the address range is unmapped when this segment is no longer reachable (see the
+   * class javadoc). Should replacing the pages fail, the shared mapping is kept until then instead:
+   * memory is held longer, nothing is touched after unmap.
    */
   @Override
   public void close() {
-    unmapper.explicit = true;
-    cleanable.clean();
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      NativeIo.replaceWithZeroPages(address, length);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn(
+          "Could not release the shared memory of segment {} on close; it stays mapped until the"
+              + " segment is garbage collected",
+          id,
+          e);
+    }
   }
 
   private void checkOpen() {
@@ -222,13 +248,15 @@ public final class Segment implements AutoCloseable {
     return "Segment{" + id + ", " + slots.length + " slots" + (isClosed() ? ", closed}" : "}");
   }
 
-  /** Unmaps exactly once, from {@link #close()} or from the cleaner; holds no Segment reference. */
+  /**
+   * Unmaps the range exactly once, from the cleaner, when the segment is unreachable (so no thread
+   * can touch it); holds no Segment reference. Warns if the segment was never closed.
+   */
   private static final class Unmapper implements Runnable {
     private final ShmId id;
     private final long address;
     private final int length;
     private final AtomicBoolean closed;
-    volatile boolean explicit;
 
     Unmapper(ShmId id, long address, int length, AtomicBoolean closed) {
       this.id = id;
@@ -239,10 +267,7 @@ public final class Segment implements AutoCloseable {
 
     @Override
     public void run() {
-      if (!closed.compareAndSet(false, true)) {
-        return;
-      }
-      if (!explicit) {
+      if (closed.compareAndSet(false, true)) {
         LOG.warn("Segment {} was never closed; the cleaner unmaps it now", id);
       }
       try {

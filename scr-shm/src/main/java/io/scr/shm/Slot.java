@@ -1,6 +1,7 @@
 package io.scr.shm;
 
 import io.scr.shm.internal.SharedWords;
+import java.lang.ref.Reference;
 
 /**
  * One 64-byte slot of a {@link Segment}: word 0 holds the flags and anchor count that the DataNode
@@ -21,9 +22,10 @@ import io.scr.shm.internal.SharedWords;
  * so they are lock-free and safe against the other process writing the same word.
  *
  * <p>Thread-safety: safe for any number of threads in either process. Lifetime: a slot is a view
- * into its segment's mapping and must not be touched after the segment is closed; see {@link
- * Segment#close()}. A {@code Slot} handed out by {@link SlotPool#allocate()} is the caller's until
- * it is released, and must not be used after that.
+ * into its segment's mapping; after the segment is closed it reads as zero (invalid) and must not
+ * be used for anything else, but touching it cannot crash the JVM; see {@link Segment}. A {@code
+ * Slot} handed out by {@link SlotPool#allocate()} is the caller's until it is released, and must
+ * not be used after that.
  */
 public final class Slot {
   /** Bit 63: the DataNode still vouches for the replica. */
@@ -65,26 +67,35 @@ public final class Slot {
     return segment;
   }
 
+  // Every access ends with a reachability fence on this slot: the slot keeps its segment reachable,
+  // and the segment's address range is unmapped only once the segment is unreachable, so the range
+  // cannot be unmapped while an access to it is under way (the JIT may otherwise treat the slot as
+  // dead as soon as it has read the address).
+
   /** Word 0, volatile load. */
   public long loadVolatile() {
-    return words.loadVolatile(offset);
+    long word = words.loadVolatile(offset);
+    Reference.reachabilityFence(this);
+    return word;
   }
 
   /** Word 0, volatile store (overwrites flags and count; only the slot's owner may do this). */
   public void storeVolatile(long word) {
     words.storeVolatile(offset, word);
+    Reference.reachabilityFence(this);
   }
 
   /** Word 0, compare-and-set with volatile semantics. */
   public boolean compareAndSet(long expected, long update) {
-    return words.compareAndSetLong(offset, expected, update);
+    boolean set = words.compareAndSetLong(offset, expected, update);
+    Reference.reachabilityFence(this);
+    return set;
   }
 
   /** Volatile load of VALID. A reader holding a replica checks this to learn it went stale. */
   public boolean isValid() {
-    // A slot of a closed (unmapped) segment is invalid; reading its word would fault. This
-    // narrows, but does not close, the window in which a cached replica checks a slot whose
-    // segment is being torn down (a JVM crash seen once in CI): see the closing note.
+    // A closed segment's slots read as zero (invalid) anyway; this says so without the read, and
+    // holds even if the segment's pages could not be replaced on close (see Segment#close()).
     if (segment.isClosed()) {
       return false;
     }

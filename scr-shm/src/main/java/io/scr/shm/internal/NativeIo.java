@@ -33,6 +33,9 @@ public final class NativeIo {
   static final int PROT_READ = 0x1;
   static final int PROT_WRITE = 0x2;
   static final int MAP_SHARED = 0x01;
+  static final int MAP_PRIVATE = 0x02;
+  static final int MAP_FIXED = 0x10;
+  static final int MAP_ANONYMOUS = 0x20;
   static final long MAP_FAILED = -1L;
   // memfd.h / fcntl.h
   static final int MFD_CLOEXEC = 0x1;
@@ -144,6 +147,31 @@ public final class NativeIo {
       throw failure("mmap(fd=" + fd + ", length=" + length + ", MAP_SHARED)");
     }
     return address;
+  }
+
+  /**
+   * Replaces the pages of an existing mapping at {@code address} with private anonymous zero pages,
+   * in one step: {@code mmap(address, length, PROT_READ|PROT_WRITE,
+   * MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED, -1, 0)}. The memory the old mapping shared is released
+   * (once no other process maps it either), and a thread that touches the range afterwards reads
+   * zeros instead of faulting. The range stays reserved: release it with {@link #munmap} exactly
+   * once, when nothing can touch it any more.
+   */
+  public static void replaceWithZeroPages(long address, long length) throws IOException {
+    LibC c = libc();
+    Runtime runtime = Runtime.getRuntime(c);
+    Pointer p =
+        c.mmap(
+            Pointer.wrap(runtime, address),
+            length,
+            PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+            -1,
+            0L);
+    if (p == null || p.address() != address) {
+      throw failure(
+          "mmap(0x" + Long.toHexString(address) + ", " + length + ", MAP_ANONYMOUS|MAP_FIXED)");
+    }
   }
 
   /** {@code munmap(address, length)}. */

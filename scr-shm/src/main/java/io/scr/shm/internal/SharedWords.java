@@ -20,9 +20,9 @@ import java.nio.ByteOrder;
  *
  * <p>Every offset must be a multiple of 8 (the VarHandle rejects misaligned atomic access).
  *
- * <p>Lifetime: this object does not own the memory. Touching it after the mapping is unmapped
- * crashes the JVM, so its owner ({@link io.scr.shm.Segment}) guarantees no access after {@code
- * munmap}. Thread-safe.
+ * <p>Lifetime: this object does not own the memory. Touching it after the range is unmapped crashes
+ * the JVM; its owner ({@link io.scr.shm.Segment}) unmaps only when the segment (and so every {@code
+ * Slot} that reaches this object) is unreachable. Thread-safe.
  */
 public final class SharedWords {
   private static final VarHandle LONGS =
