@@ -22,8 +22,9 @@ import java.io.IOException;
 public interface CachedValue extends Closeable {
 
   /**
-   * Returns how many file descriptors this value holds open until it is closed (2 for a replica:
-   * block file and meta file). Counted against the cache's fd budget. Must not be negative.
+   * Returns how many file descriptors this value holds open until it is closed (for a replica: 2,
+   * block file and meta file, or 1 once the meta file's checksums are mapped and its fd closed).
+   * Counted against the cache's fd budget. Must not be negative.
    */
   int fdCost();
 
