@@ -19,6 +19,13 @@ import java.nio.ByteBuffer;
  * allocates nothing. Only the owner reopens a lease, and only once nothing else refers to it.
  */
 public interface ReplicaLease extends Closeable {
+  /**
+   * The socket path of the DataNode whose replica this is (the one that passed its fds): with
+   * several DataNodes on one host, the one to name when reporting the replica corrupt. {@link
+   * ScrClient#socketPathOf} maps a {@code DatanodeInfo} to the same string.
+   */
+  String socketPath();
+
   /** Bytes in the replica when it was opened. */
   long length();
 

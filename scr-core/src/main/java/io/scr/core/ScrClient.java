@@ -75,6 +75,13 @@ public final class ScrClient implements Closeable {
 
   private volatile boolean closed;
 
+  /**
+   * Each thread's spare lease ({@link #leaseWithThreadSpare}); null once closed. Dropping the
+   * reference on close lets the thread-local entries of a closed engine be collected (a spare
+   * refers back to the engine, so the entries would otherwise keep their own key alive).
+   */
+  private volatile ThreadLocal<LeaseSpare> spares = new ThreadLocal<>();
+
   ScrClient(Configuration conf, String context, Ticker ticker) {
     this.context = context;
     for (FallbackReason r : FallbackReason.values()) {
@@ -352,6 +359,61 @@ public final class ScrClient implements Closeable {
   }
 
   /**
+   * As {@link #lease(ExtendedBlock, Token, String, String, ReplicaLease)} with this thread's spare
+   * lease object, for callers that cannot keep one per thread themselves (a stream read by many
+   * threads, many streams read by one thread): give the lease back with {@link
+   * #closeToThreadSpare}, and a cache hit allocates nothing. A thread keeps at most one spare per
+   * engine; a second lease open on the same thread at once is simply a new object.
+   *
+   * @return the lease, or null (reason counted)
+   */
+  public ReplicaLease leaseWithThreadSpare(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      throws IOException {
+    ThreadLocal<LeaseSpare> local = spares;
+    if (local == null) {
+      return fallback(FallbackReason.CLOSED);
+    }
+    LeaseSpare spare = local.get();
+    if (spare == null) {
+      spare = new LeaseSpare();
+      local.set(spare);
+    }
+    ReplicaLease reuse = spare.lease;
+    spare.lease = null; // taken: a nested lease on this thread must not reopen it
+    // On null or an exception the spare is dropped rather than kept: it is closed then, but a
+    // failure path is not worth proving that for.
+    return lease(block, token, socketPath, fileName, reuse);
+  }
+
+  /**
+   * Closes {@code lease} (from {@link #leaseWithThreadSpare}) and keeps it as this thread's spare
+   * if the thread has none. The caller must not touch it afterwards.
+   */
+  public void closeToThreadSpare(ReplicaLease lease) {
+    lease.close();
+    ThreadLocal<LeaseSpare> local = spares;
+    if (local != null) {
+      LeaseSpare spare = local.get();
+      if (spare != null && spare.lease == null) {
+        spare.lease = lease;
+      }
+    }
+  }
+
+  /**
+   * The socket path {@link #socketPathFor} would give for {@code dn} if nothing were backing off
+   * and the engine open: null when the DataNode is not on this host or no path is configured.
+   * Counts nothing; for mapping a {@link ReplicaLease#socketPath()} back to its DataNode.
+   */
+  public String socketPathOf(DatanodeInfo dn) {
+    if (pathTemplates.isEmpty() || !isLocal(dn.getIpAddr())) {
+      return null;
+    }
+    return resolve(dn.getXferPort());
+  }
+
+  /**
    * A lease on the replica of {@code block} if the engine has it open already (valid, of the
    * block's generation stamp), whichever DataNode it came from; null otherwise. No I/O, no lock, no
    * fallback counted: callers try this first and go on to {@link #lease} on null.
@@ -485,11 +547,17 @@ public final class ScrClient implements Closeable {
       }
       REGISTRY.remove(context, this);
       closed = true;
+      spares = null;
       reporter = summary;
       summary = null;
     }
     stopObservability(reporter);
     replicas.close();
+  }
+
+  /** One thread's spare lease object: confined to that thread. */
+  private static final class LeaseSpare {
+    ReplicaLease lease;
   }
 
   @Override

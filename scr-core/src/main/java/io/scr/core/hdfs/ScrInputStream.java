@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.DFSClient;
 import org.apache.hadoop.hdfs.ScrDfsInputStreamBase;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
@@ -91,6 +92,22 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       return 0;
     }
     checkReadable();
+    // The hit path: the current table has the whole range in one short-circuit block, which ends
+    // within the finalized length, so the file length (behind the stock infoLock) is not needed.
+    BlockTable hit = table;
+    if (hit.source == locatedBlocks) {
+      int i = hit.indexOf(position);
+      if (i >= 0 && hit.socketPaths[i] != null && position + length <= hit.ends[i]) {
+        int n = readLocal(hit, i, position, buffer, offset, length);
+        if (n == length) {
+          return n;
+        }
+        if (n > 0) {
+          int more = read(position + n, buffer, offset + n, length - n);
+          return more > 0 ? n + more : n;
+        }
+      }
+    }
     long fileLength = getFileLength();
     if (position < 0 || position >= fileLength) {
       return -1;
@@ -128,6 +145,21 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       return 0;
     }
     checkReadable();
+    BlockTable hit = table;
+    int length = buf.remaining();
+    if (hit.source == locatedBlocks) { // the hit path, as in read(long, byte[], int, int)
+      int i = hit.indexOf(position);
+      if (i >= 0 && hit.socketPaths[i] != null && position + length <= hit.ends[i]) {
+        int n = readLocal(hit, i, position, buf, length);
+        if (n == length) {
+          return n;
+        }
+        if (n > 0) {
+          int more = read(position + n, buf);
+          return more > 0 ? n + more : n;
+        }
+      }
+    }
     long fileLength = getFileLength();
     if (position < 0 || position >= fileLength) {
       return -1;
@@ -248,12 +280,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         done += n;
       }
     } catch (ChecksumException e) {
-      checksumFallbacks.increment();
-      failed(t, i, e);
+      corrupt(t, i, lease.socketPath(), e); // the bytes before the bad chunk were verified
     } catch (IOException e) {
       failed(t, i, e);
     } finally {
-      lease.close();
+      scr.closeToThreadSpare(lease);
     }
     return counted(done);
   }
@@ -274,12 +305,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         done += n;
       }
     } catch (ChecksumException e) {
-      checksumFallbacks.increment();
-      failed(t, i, e);
+      corrupt(t, i, lease.socketPath(), e); // the bytes before the bad chunk were verified
     } catch (IOException e) {
       failed(t, i, e);
     } finally {
-      lease.close();
+      scr.closeToThreadSpare(lease);
     }
     return counted(done);
   }
@@ -288,7 +318,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     LocatedBlock lb = t.blocks[i];
     ReplicaLease lease;
     try {
-      lease = scr.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
+      lease = scr.leaseWithThreadSpare(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
     } catch (InvalidToken e) {
       // Refetch the block's locations and token; this read goes stock, the next uses the new one.
       LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
@@ -324,6 +354,49 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   private int stockPread(long pos, ByteBuffer buf) throws IOException {
     stockReads.increment();
     return super.read(pos, buf);
+  }
+
+  /**
+   * A checksum mismatch in the replica the DataNode at {@code socketPath} served: reports exactly
+   * that (DataNode, block) pair to the NameNode as stock does, keeps the stock fallback off that
+   * DataNode when the block has other replicas (as stock does after a checksum error), and sends
+   * the block the stock way until its locations are refreshed. The DataNode is the one named by the
+   * lease, not the one the table chose: with several DataNodes on one host they are the same only
+   * because the replica cache keys replicas by DataNode, and a wrong guess would report a good
+   * replica.
+   */
+  private void corrupt(BlockTable t, int i, String socketPath, ChecksumException cause) {
+    checksumFallbacks.increment();
+    LocatedBlock lb = t.blocks[i];
+    DatanodeInfo[] locations = lb.getLocations();
+    DatanodeInfo bad = null;
+    for (DatanodeInfo dn : locations) {
+      if (socketPath.equals(scr.socketPathOf(dn))) {
+        bad = dn;
+        break;
+      }
+    }
+    if (bad == null) {
+      LOG.warn(
+          "Checksum error in the replica of {} served through {}, which is none of its locations"
+              + " {}: not reported to the NameNode; reading it the stock way",
+          lb.getBlock(),
+          socketPath,
+          java.util.Arrays.toString(locations),
+          cause);
+    } else {
+      LOG.warn(
+          "Checksum error in the replica of {} on {}; reporting it to the NameNode and reading"
+              + " another replica: {}",
+          lb.getBlock(),
+          bad,
+          cause.getMessage());
+      reportCorruptReplica(lb.getBlock(), bad, locations.length);
+      if (locations.length > 1) {
+        addToLocalDeadNodes(bad);
+      }
+    }
+    failed(t, i, cause);
   }
 
   /** Remembers that short-circuit reading {@code t.blocks[i]} failed and rebuilds the table. */
@@ -408,6 +481,16 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   /** Of {@link #fallbacks()}, those caused by a checksum mismatch. */
   long checksumFallbacks() {
     return checksumFallbacks.sum();
+  }
+
+  /**
+   * The socket path of the DataNode the current table short-circuits the block at {@code pos}
+   * through, or null when that block goes the stock way (for tests and diagnostics).
+   */
+  String socketPathAt(long pos) throws IOException {
+    BlockTable t = tableFor(pos);
+    int i = t.indexOf(pos);
+    return i >= 0 ? t.socketPaths[i] : null;
   }
 
   /** Blocks the current table short-circuits. */

@@ -39,19 +39,24 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
     return owner == manager;
   }
 
-  /** This lease's probe, pointed at the block. */
-  ReplicaKey probe(String blockPoolId, long blockId) {
+  /** This lease's probe, pointed at the block's replica on the DataNode at {@code socketPath}. */
+  ReplicaKey probe(String blockPoolId, long blockId, String socketPath) {
     ReplicaKey p = probe;
     if (p == null) {
       p = ReplicaKey.newProbe();
       probe = p;
     }
-    return p.set(blockPoolId, blockId);
+    return p.set(blockPoolId, blockId, socketPath);
   }
 
   /** Called once the cache opened this lease for a read of {@code file}. */
   void opened(String file) {
     this.fileName = file;
+  }
+
+  @Override
+  public String socketPath() {
+    return value().socketPath();
   }
 
   @Override

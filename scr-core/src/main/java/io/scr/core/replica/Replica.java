@@ -29,8 +29,10 @@ public final class Replica implements CachedValue {
   private final Ticker ticker;
   private final long staleAtNanos;
   private final PathCounters counters;
+  private final String socketPath;
 
   Replica(
+      String socketPath,
       ReplicaFiles files,
       long generationStamp,
       Slot slot,
@@ -38,6 +40,7 @@ public final class Replica implements CachedValue {
       Ticker ticker,
       long staleAfterNanos,
       PathCounters counters) {
+    this.socketPath = socketPath;
     this.counters = counters;
     this.files = files;
     this.generationStamp = generationStamp;
@@ -50,6 +53,11 @@ public final class Replica implements CachedValue {
   /** The open files. */
   public ReplicaFiles files() {
     return files;
+  }
+
+  /** The socket path of the DataNode that passed this replica's fds. */
+  public String socketPath() {
+    return socketPath;
   }
 
   /** The generation stamp the replica was opened with. */
@@ -97,6 +105,14 @@ public final class Replica implements CachedValue {
 
   @Override
   public String toString() {
-    return "Replica{" + files.blockName() + ", gs=" + generationStamp + ", slot=" + slot + "}";
+    return "Replica{"
+        + files.blockName()
+        + ", gs="
+        + generationStamp
+        + ", from "
+        + socketPath
+        + ", slot="
+        + slot
+        + "}";
   }
 }

@@ -156,10 +156,10 @@ public final class ReplicaManager implements Closeable {
     ReplicaKey key;
     if (reuse == null) {
       lease = new LeasedReplica(this, reader);
-      key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId());
+      key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath);
     } else {
       lease = reusable(reuse);
-      key = lease.probe(block.getBlockPoolId(), block.getBlockId());
+      key = lease.probe(block.getBlockPoolId(), block.getBlockId(), socketPath);
     }
     // The hit path: lock-free, no I/O, no allocation with a reused lease; no backoff check either
     // (a cached replica whose slot is still VALID is good whatever its socket is doing now).
@@ -174,18 +174,22 @@ public final class ReplicaManager implements Closeable {
   }
 
   /**
-   * A lease on the replica of {@code block} if it is cached, valid and of the block's generation
-   * stamp; null otherwise. Never does I/O and counts no fallback (a probe, not a read).
+   * A lease on the replica of {@code block} if one is cached, valid and of the block's generation
+   * stamp, from whichever DataNode this manager has talked to (the lease's {@link
+   * ReplicaLease#socketPath()} says which); null otherwise. Never does I/O and counts no fallback
+   * (a probe, not a read).
    */
   public ReplicaLease leaseIfCached(ExtendedBlock block, String fileName) {
     LeasedReplica lease = new LeasedReplica(this, reader);
-    ReplicaKey key = lease.probe(block.getBlockPoolId(), block.getBlockId());
-    if (cache.leaseIfPresent(key, lease)) {
-      if (lease.value().generationStamp() == block.getGenerationStamp()) {
-        lease.opened(fileName);
-        return lease;
+    for (String path : endpoints.keySet()) {
+      ReplicaKey key = lease.probe(block.getBlockPoolId(), block.getBlockId(), path);
+      if (cache.leaseIfPresent(key, lease)) {
+        if (lease.value().generationStamp() == block.getGenerationStamp()) {
+          lease.opened(fileName);
+          return lease;
+        }
+        lease.close();
       }
-      lease.close();
     }
     return null;
   }
@@ -216,7 +220,9 @@ public final class ReplicaManager implements Closeable {
       return null;
     }
     ReplicaKey key =
-        lookup.isProbe() ? new ReplicaKey(block.getBlockPoolId(), block.getBlockId()) : lookup;
+        lookup.isProbe()
+            ? new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath)
+            : lookup;
     for (int attempt = 0; attempt < 2; attempt++) {
       try {
         cache.lease(key, k -> open(block, token, socketPath), lease);
@@ -296,7 +302,14 @@ public final class ReplicaManager implements Closeable {
       PathCounters pathCounters = counters.path(socketPath);
       pathCounters.recordOpen();
       return new Replica(
-          files, block.getGenerationStamp(), slot, slotPool, ticker, staleAfterNanos, pathCounters);
+          socketPath,
+          files,
+          block.getGenerationStamp(),
+          slot,
+          slotPool,
+          ticker,
+          staleAfterNanos,
+          pathCounters);
     } catch (IOException | RuntimeException e) {
       if (!registered) {
         closeQuietly(fds);

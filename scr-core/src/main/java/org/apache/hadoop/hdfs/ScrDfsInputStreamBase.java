@@ -5,6 +5,8 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 
 /**
@@ -90,6 +92,20 @@ public abstract class ScrDfsInputStreamBase extends DFSInputStream {
       // updateFileSystemReadStats declares no checked exception.
       throw new IllegalStateException("DFSClient.updateFileSystemReadStats failed", e);
     }
+  }
+
+  /**
+   * Reports one corrupt replica the way stock reports what a read found: {@code
+   * reportCheckSumFailure(CorruptedBlocks, int, boolean)} with {@code block} on {@code dataNode} as
+   * the only entry, {@code locations} being how many replicas the block has. Stock's rule holds (it
+   * reports unless every one of several replicas was found bad, which points at the client); the
+   * NameNode then marks exactly that replica corrupt and re-replicates from a good one.
+   */
+  protected final void reportCorruptReplica(
+      ExtendedBlock block, DatanodeInfo dataNode, int locations) {
+    DFSUtilClient.CorruptedBlocks corrupted = new DFSUtilClient.CorruptedBlocks();
+    corrupted.addCorruptedBlock(block, dataNode);
+    reportCheckSumFailure(corrupted, locations, false);
   }
 
   /** {@code DFSClient.checkOpen()} for a client that has no stream yet. */
