@@ -371,7 +371,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     DatanodeInfo[] locations = lb.getLocations();
     DatanodeInfo bad = null;
     for (DatanodeInfo dn : locations) {
-      if (socketPath.equals(scr.socketPathOf(dn))) {
+      if (socketPath != null && socketPath.equals(scr.socketPathOf(dn))) {
         bad = dn;
         break;
       }

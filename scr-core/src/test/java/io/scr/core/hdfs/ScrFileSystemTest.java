@@ -156,6 +156,7 @@ class ScrFileSystemTest {
       assertTrue(in.stockReads() >= 2);
       verify(scr, never()).lease(any(), any(), anyString(), any());
       verify(scr, never()).lease(any(), any(), anyString());
+      verify(scr, never()).leaseWithThreadSpare(any(), any(), anyString(), any());
     }
   }
 
@@ -165,7 +166,8 @@ class ScrFileSystemTest {
     ScrClient scr = mock(ScrClient.class);
     ReplicaLease lease = mock(ReplicaLease.class);
     when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn("/nowhere");
-    when(scr.lease(any(ExtendedBlock.class), any(), anyString(), any())).thenReturn(lease);
+    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+        .thenReturn(lease);
     when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
         .thenThrow(new ChecksumException("injected", 0));
     try (ScrInputStream in = open("/fs/corrupt", scr)) {
@@ -176,7 +178,7 @@ class ScrFileSystemTest {
       }
       assertEquals(2, in.checksumFallbacks(), "one per block, then the block stays stock");
       assertEquals(0, in.localBlockCount());
-      verify(lease, org.mockito.Mockito.times(2)).close();
+      verify(scr, org.mockito.Mockito.times(2)).closeToThreadSpare(lease);
     }
   }
 
@@ -185,7 +187,7 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/token", BLOCK, 6);
     ScrClient scr = mock(ScrClient.class);
     when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn("/nowhere");
-    when(scr.lease(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
         .thenThrow(new InvalidToken("injected"))
         .thenReturn(null);
     try (ScrInputStream in = open("/fs/token", scr)) {
