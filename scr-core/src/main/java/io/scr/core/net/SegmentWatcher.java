@@ -78,10 +78,10 @@ public final class SegmentWatcher implements Closeable {
           if (!key.isValid() || key.isReadable()) {
             probe.clear();
             try {
+              // Readable means closed: the DataNode never writes to a segment's connection. Do not
+              // wait for -1: junixsocket's non-blocking read returns 0 at EOF, and the key is not
+              // selected again, so waiting for -1 missed every disconnect (SegmentWatcherTest).
               int n = ((java.nio.channels.ReadableByteChannel) reg.channel).read(probe);
-              if (n == 0) {
-                continue;
-              }
               if (n > 0) {
                 LOG.warn(
                     "DataNode wrote to segment connection {}; treating as closed", reg.connection);
