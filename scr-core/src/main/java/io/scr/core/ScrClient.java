@@ -136,6 +136,7 @@ public final class ScrClient implements Closeable {
             .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf))
             .staleThresholdMs(stale)
             .shmEnabled(ScrKeys.SHM_ENABLED.get(conf))
+            .extensionsEnabled(ScrKeys.EXTENSIONS_ENABLED.get(conf))
             .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf))
             .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf))
             .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf))
@@ -510,6 +511,14 @@ public final class ScrClient implements Closeable {
   /** Per-path, per-failure-class backoff counters with the last reason. */
   public List<PathBackoff.Status> backoffStatus() {
     return backoff.snapshot();
+  }
+
+  /**
+   * Which DataNode socket paths speak the scr shim's protocol extensions, and how often they were
+   * asked (see {@code scr.client.extensions.enabled}).
+   */
+  public io.scr.core.net.PeerExtensions extensions() {
+    return replicas.extensions();
   }
 
   /** The open-replica cache's counters. */

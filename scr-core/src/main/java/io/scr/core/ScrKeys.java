@@ -95,6 +95,18 @@ public final class ScrKeys {
           true,
           "Master switch for the scr data plane. False: every read takes the stock path.");
 
+  /** Use of the scr shim's protocol extensions (op 127) with DataNodes that offer them. */
+  public static final ScrKey<Boolean> EXTENSIONS_ENABLED =
+      scr(
+          "scr.client.extensions.enabled",
+          Boolean.class,
+          true,
+          "Ask each DataNode once (per socket path and DataNode start) whether it is an scr shim"
+              + " offering protocol extensions, and if so release shared-memory slots in batches"
+              + " (one round trip per batch instead of one per slot). A stock DataNode answers the"
+              + " question by closing the connection and logging one 'Unknown op' error; it is"
+              + " then spoken to with the stock ops only. False: never ask, stock ops only.");
+
   /** Connect timeout. */
   public static final ScrKey<Integer> NET_CONNECT_TIMEOUT_MS =
       scr(

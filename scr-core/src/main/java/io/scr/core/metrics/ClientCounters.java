@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 
@@ -30,6 +31,10 @@ public final class ClientCounters {
   @GuardedBy("this")
   private Histogram interval;
 
+  private final LongAdder stockReleaseRequests = new LongAdder();
+  private final LongAdder batchedReleaseRequests = new LongAdder();
+  private final LongAdder batchedReleaseSlots = new LongAdder();
+
   /** Empty counters. */
   public ClientCounters() {}
 
@@ -47,6 +52,32 @@ public final class ClientCounters {
   /** Records one replica open that took {@code nanos} (successful or not). */
   public void recordReplicaOpen(long nanos) {
     openLatency.recordValue(Math.min(Math.max(0, nanos), MAX_TRACKED_NANOS));
+  }
+
+  /** Records slot releases told to a DataNode: {@code requests} op-88 requests, one slot each. */
+  public void recordStockReleases(int requests) {
+    stockReleaseRequests.add(requests);
+  }
+
+  /** Records {@code slots} slot releases told in {@code requests} op-127 BATCH_RELEASE requests. */
+  public void recordBatchedReleases(int requests, int slots) {
+    batchedReleaseRequests.add(requests);
+    batchedReleaseSlots.add(slots);
+  }
+
+  /** Op-88 requests sent (one slot each, one round trip each). */
+  public long stockReleaseRequests() {
+    return stockReleaseRequests.sum();
+  }
+
+  /** Op-127 BATCH_RELEASE requests sent (one round trip each). */
+  public long batchedReleaseRequests() {
+    return batchedReleaseRequests.sum();
+  }
+
+  /** Slots released through op-127 BATCH_RELEASE requests. */
+  public long batchedReleaseSlots() {
+    return batchedReleaseSlots.sum();
   }
 
   /** Replica open latency since the engine started. */

@@ -110,7 +110,41 @@ public enum ClientMetric {
       "Segments lost because the DataNode closed them (restart) or a release failed"),
   SLOT_RELEASES("SlotReleases", Kind.COUNTER, "slots", "Slots released by readers"),
   SLOT_RELEASE_FAILURES(
-      "SlotReleaseFailures", Kind.COUNTER, "batches", "Release batches (op 88) that failed"),
+      "SlotReleaseFailures",
+      Kind.COUNTER,
+      "batches",
+      "Release batches (op 88 or op-127 BATCH_RELEASE) that failed"),
+  SLOT_RELEASE_REQUESTS_OP88(
+      "SlotReleaseRequestsOp88",
+      Kind.COUNTER,
+      "requests",
+      "Op-88 release requests sent (one slot and one round trip each)"),
+  SLOT_RELEASE_REQUESTS_BATCHED(
+      "SlotReleaseRequestsBatched",
+      Kind.COUNTER,
+      "requests",
+      "Op-127 BATCH_RELEASE requests sent to scr shims (one round trip each)"),
+  SLOT_RELEASES_BATCHED(
+      "SlotReleasesBatched",
+      Kind.COUNTER,
+      "slots",
+      "Slots released through op-127 BATCH_RELEASE requests"),
+  // ---- protocol extensions ----
+  EXTENSION_PROBES(
+      "ExtensionProbes",
+      Kind.COUNTER,
+      "probes",
+      "Op-127 HELLO probes sent (one per socket path and DataNode start)"),
+  EXTENSION_PEERS(
+      "ExtensionPeers",
+      Kind.GAUGE,
+      "paths",
+      "Socket paths whose DataNode offers the scr extensions (an scr shim)"),
+  EXTENSION_FAILURES(
+      "ExtensionFailures",
+      Kind.COUNTER,
+      "requests",
+      "Extension requests the DataNode closed the connection on (path then stock until restart)"),
   // ---- domain-socket pool ----
   SOCKET_CONNECTS(
       "SocketConnects", Kind.COUNTER, "connections", "Domain-socket connections opened"),

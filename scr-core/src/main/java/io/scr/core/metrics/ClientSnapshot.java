@@ -30,6 +30,12 @@ public final class ClientSnapshot {
   final long socketReuses;
   final long socketStaleRetries;
   final int socketIdle;
+  final long releaseRequestsOp88;
+  final long releaseRequestsBatched;
+  final long releasesBatched;
+  final long extensionProbes;
+  final int extensionPeers;
+  final long extensionFailures;
   final ClientCounters.Latency replicaOpen;
   final long processOpenFds;
   final long processFdLimit;
@@ -58,6 +64,12 @@ public final class ClientSnapshot {
     this.socketReuses = b.socketReuses;
     this.socketStaleRetries = b.socketStaleRetries;
     this.socketIdle = b.socketIdle;
+    this.releaseRequestsOp88 = b.releaseRequestsOp88;
+    this.releaseRequestsBatched = b.releaseRequestsBatched;
+    this.releasesBatched = b.releasesBatched;
+    this.extensionProbes = b.extensionProbes;
+    this.extensionPeers = b.extensionPeers;
+    this.extensionFailures = b.extensionFailures;
     this.replicaOpen = b.replicaOpen;
     this.processOpenFds = b.processOpenFds;
     this.processFdLimit = b.processFdLimit;
@@ -125,6 +137,36 @@ public final class ClientSnapshot {
   /** Domain-socket connects that failed. */
   public long socketConnectFailures() {
     return socketConnectFailures;
+  }
+
+  /** Op-88 release requests sent (one slot each). */
+  public long releaseRequestsOp88() {
+    return releaseRequestsOp88;
+  }
+
+  /** Op-127 BATCH_RELEASE requests sent. */
+  public long releaseRequestsBatched() {
+    return releaseRequestsBatched;
+  }
+
+  /** Slots released through op-127 BATCH_RELEASE requests. */
+  public long releasesBatched() {
+    return releasesBatched;
+  }
+
+  /** Op-127 HELLO probes sent. */
+  public long extensionProbes() {
+    return extensionProbes;
+  }
+
+  /** Socket paths whose DataNode offers the scr extensions. */
+  public int extensionPeers() {
+    return extensionPeers;
+  }
+
+  /** Extension requests the DataNode closed the connection on. */
+  public long extensionFailures() {
+    return extensionFailures;
   }
 
   /** Replica open latency since start. */
@@ -208,6 +250,12 @@ public final class ClientSnapshot {
     long socketReuses;
     long socketStaleRetries;
     int socketIdle;
+    long releaseRequestsOp88;
+    long releaseRequestsBatched;
+    long releasesBatched;
+    long extensionProbes;
+    int extensionPeers;
+    long extensionFailures;
     ClientCounters.Latency replicaOpen = new ClientCounters.Latency(0, 0, 0, 0);
     long processOpenFds = -1;
     long processFdLimit = -1;

@@ -134,6 +134,12 @@ public final class ScrClientMetrics implements MetricsSource {
     b.socketReuses = pool.reuseCount();
     b.socketStaleRetries = pool.staleRetryCount();
     b.socketIdle = pool.idleConnectionCount();
+    b.releaseRequestsOp88 = counters.stockReleaseRequests();
+    b.releaseRequestsBatched = counters.batchedReleaseRequests();
+    b.releasesBatched = counters.batchedReleaseSlots();
+    b.extensionProbes = client.extensions().probeCount();
+    b.extensionPeers = client.extensions().extendedPathCount();
+    b.extensionFailures = client.extensions().extensionFailureCount();
     b.replicaOpen = counters.replicaOpenLatency();
     b.processOpenFds = ProcessFds.openCount();
     b.processFdLimit = ProcessFds.softLimit();
@@ -189,6 +195,12 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.SLOT_SEGMENTS_DISCONNECTED, t.disconnected);
     counter(rb, ClientMetric.SLOT_RELEASES, t.releases);
     counter(rb, ClientMetric.SLOT_RELEASE_FAILURES, t.releaseFailures);
+    counter(rb, ClientMetric.SLOT_RELEASE_REQUESTS_OP88, s.releaseRequestsOp88);
+    counter(rb, ClientMetric.SLOT_RELEASE_REQUESTS_BATCHED, s.releaseRequestsBatched);
+    counter(rb, ClientMetric.SLOT_RELEASES_BATCHED, s.releasesBatched);
+    counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
+    gauge(rb, ClientMetric.EXTENSION_PEERS, s.extensionPeers);
+    counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);
 
     counter(rb, ClientMetric.SOCKET_CONNECTS, s.socketConnects);
     counter(rb, ClientMetric.SOCKET_CONNECT_FAILURES, s.socketConnectFailures);

@@ -100,6 +100,19 @@ public final class DomainSocketPool implements Closeable {
     return runAndReturn(connect(path), exchange);
   }
 
+  /**
+   * Runs {@code exchange} on a new connection to {@code path}, never a pooled one, and pools the
+   * connection afterwards as {@link #call} does (used for the extension probe, whose answer from a
+   * stock DataNode is to close the connection: a pooled connection closing could not be told from a
+   * stale one).
+   *
+   * @throws DomainConnectException if no connection could be made
+   * @throws IOException what the exchange threw; the connection is then closed
+   */
+  public <T> T callOnNewConnection(String path, Exchange<T> exchange) throws IOException {
+    return runAndReturn(connect(path), exchange);
+  }
+
   private <T> T runAndReturn(DomainConnection c, Exchange<T> exchange) throws IOException {
     boolean ok = false;
     try {

@@ -143,6 +143,84 @@ public final class ShortCircuitExchanges {
         });
   }
 
+  /** Most slots in one op-127 BATCH_RELEASE frame (about 30 bytes each; the shim takes 64 KiB). */
+  public static final int MAX_SLOTS_PER_BATCH_RELEASE = 512;
+
+  /**
+   * Op 127 BATCH_RELEASE on one pooled connection: every slot of {@code slots}, in frames of at
+   * most {@link #MAX_SLOTS_PER_BATCH_RELEASE}, each frame one round trip. Only for a peer that
+   * advertised {@code batch-release} ({@link PeerExtensions}). Every response of a frame is read
+   * before a failure is reported, so the connection stays usable.
+   *
+   * @return the number of frames sent (round trips)
+   * @throws IOException if the peer refused a slot (the slots it accepted are released), or on I/O
+   *     or protocol failure
+   */
+  public static int releaseSlotsBatched(DomainSocketPool pool, String path, List<SlotId> slots)
+      throws IOException {
+    return pool.call(
+        path,
+        c -> {
+          int frames = 0;
+          String failure = null;
+          for (int from = 0; from < slots.size(); from += MAX_SLOTS_PER_BATCH_RELEASE) {
+            int to = Math.min(slots.size(), from + MAX_SLOTS_PER_BATCH_RELEASE);
+            c.send(ShortCircuitProtocol.encodeBatchRelease(slots, from, to));
+            frames++;
+            for (int i = from; i < to; i++) {
+              ReleaseShortCircuitAccessResponseProto resp =
+                  ShortCircuitProtocol.readReleaseResponse(c.in());
+              if (resp.getStatus() != Status.SUCCESS && failure == null) {
+                failure =
+                    "DataNode at "
+                        + path
+                        + " failed to release slot "
+                        + slots.get(i)
+                        + " (batched): "
+                        + resp.getStatus()
+                        + " "
+                        + (resp.hasError() ? resp.getError() : "");
+              }
+            }
+          }
+          if (failure != null) {
+            throw new IOException(failure);
+          }
+          return frames;
+        });
+  }
+
+  /**
+   * Op 127 HELLO on a new connection: the peer's extension advertisement (the answer's message,
+   * e.g. {@code "scr-shim-extensions/1 batch-fds batch-release"}), or null when the peer is a stock
+   * DataNode: it closed the connection (EOF, reset) or answered anything but SUCCESS. A shim's
+   * connection goes back to the pool.
+   *
+   * @throws DomainConnectException if the socket cannot be reached (the peer is unknown)
+   * @throws java.net.SocketTimeoutException if the peer did not answer in time (unknown too)
+   * @throws ProtocolException if the peer answered with bytes that are no response
+   */
+  public static String probeExtensions(DomainSocketPool pool, String path) throws IOException {
+    try {
+      return pool.callOnNewConnection(
+          path,
+          c -> {
+            c.send(ShortCircuitProtocol.encodeExtensionHello());
+            BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());
+            if (resp.getStatus() != Status.SUCCESS || !resp.hasMessage()) {
+              c.markNotReusable();
+              return null;
+            }
+            return resp.getMessage();
+          });
+    } catch (DomainConnectException | java.net.SocketTimeoutException | ProtocolException e) {
+      throw e;
+    } catch (IOException e) {
+      // EOF or reset: a stock DataNode drops a connection that sends an unknown op.
+      return null;
+    }
+  }
+
   /** A new shared-memory segment's fd and id; the connection is the segment's from now on. */
   public static final class ShmGrant {
     private final DomainConnection connection;

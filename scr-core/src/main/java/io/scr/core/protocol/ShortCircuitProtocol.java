@@ -8,6 +8,7 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.util.List;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BaseHeaderProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
@@ -59,6 +60,30 @@ public final class ShortCircuitProtocol {
   /** REQUEST_SHORT_CIRCUIT_SHM. */
   public static final int OP_REQUEST_SHORT_CIRCUIT_SHM = 89;
 
+  /**
+   * Op.CUSTOM, which carries the scr shim's extensions. A stock DataNode answers it by closing the
+   * connection ("Unknown op"); a stock client never sends it.
+   */
+  public static final int OP_SCR_EXTENSION = 127;
+
+  /** Extension sub-op (first body byte): HELLO, answered with the features the peer offers. */
+  public static final int EXT_HELLO = 1;
+
+  /** Extension sub-op: several op-88 requests in one frame, one response each, in order. */
+  public static final int EXT_BATCH_RELEASE = 2;
+
+  /** Extension sub-op: several op-87 requests in one frame, their fds in one message. */
+  public static final int EXT_BATCH_FDS = 3;
+
+  /** How the HELLO answer's message starts when the peer speaks version 1 of the extensions. */
+  public static final String EXTENSIONS_V1 = "scr-shim-extensions/1";
+
+  /** Feature word of the HELLO answer: batched releases. */
+  public static final String FEATURE_BATCH_RELEASE = "batch-release";
+
+  /** Feature word of the HELLO answer: batched fd requests. */
+  public static final String FEATURE_BATCH_FDS = "batch-fds";
+
   /** The short-circuit access version the stock client sends and the stock DataNode answers. */
   public static final int SHORT_CIRCUIT_ACCESS_VERSION = 1;
 
@@ -95,6 +120,49 @@ public final class ShortCircuitProtocol {
     return frame(
         OP_RELEASE_SHORT_CIRCUIT_FDS,
         ReleaseShortCircuitAccessRequestProto.newBuilder().setSlotId(toProto(slot)).build());
+  }
+
+  /** Op 127 HELLO: asks which extensions the peer offers (answered by a BlockOpResponseProto). */
+  public static byte[] encodeExtensionHello() {
+    return new byte[] {0, (byte) DATA_TRANSFER_VERSION, (byte) OP_SCR_EXTENSION, 1, EXT_HELLO};
+  }
+
+  /**
+   * Op 127 BATCH_RELEASE: one op-88 request per slot of {@code slots[from, to)} in one frame; the
+   * peer answers with one delimited {@code ReleaseShortCircuitAccessResponseProto} per slot, in
+   * order.
+   */
+  public static byte[] encodeBatchRelease(List<SlotId> slots, int from, int to) {
+    if (from < 0 || to > slots.size() || from >= to) {
+      throw new IllegalArgumentException(
+          "empty or out of range batch [" + from + ", " + to + ") of " + slots.size());
+    }
+    ByteArrayOutputStream body = new ByteArrayOutputStream(1 + 32 * (to - from));
+    body.write(EXT_BATCH_RELEASE);
+    try {
+      for (int i = from; i < to; i++) {
+        ReleaseShortCircuitAccessRequestProto.newBuilder()
+            .setSlotId(toProto(slots.get(i)))
+            .build()
+            .writeDelimitedTo(body);
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("writing to a byte array cannot fail", e);
+    }
+    int length = body.size();
+    ByteArrayOutputStream frame =
+        new ByteArrayOutputStream(3 + CodedOutputStream.computeUInt32SizeNoTag(length) + length);
+    frame.write(0);
+    frame.write(DATA_TRANSFER_VERSION);
+    frame.write(OP_SCR_EXTENSION);
+    int v = length;
+    while ((v & ~0x7f) != 0) {
+      frame.write((v & 0x7f) | 0x80);
+      v >>>= 7;
+    }
+    frame.write(v);
+    frame.write(body.toByteArray(), 0, length);
+    return frame.toByteArray();
   }
 
   /** Op 89: asks for a new shared-memory segment; {@code clientName} only names it on the DN. */

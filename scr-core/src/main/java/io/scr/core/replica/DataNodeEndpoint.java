@@ -1,9 +1,11 @@
 package io.scr.core.replica;
 
+import io.scr.core.metrics.ClientCounters;
 import io.scr.core.net.DomainConnection;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
+import io.scr.core.net.PeerExtensions;
 import io.scr.core.net.SegmentWatcher;
 import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.shm.Segment;
@@ -17,9 +19,11 @@ import io.scr.shm.SlotPoolClosedException;
 import io.scr.shm.SlotPoolExhaustedException;
 import io.scr.shm.SlotReleaser;
 import java.io.Closeable;
+import java.io.EOFException;
 import java.io.FileDescriptor;
 import java.io.FileInputStream;
 import java.io.IOException;
+import java.net.SocketException;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -34,8 +38,9 @@ import org.slf4j.LoggerFactory;
  * The slots of one DataNode socket path: a {@link SlotPool} fed by shared-memory segments that this
  * class requests with op 89, each on its own connection (the DataNode ties the segment's life to
  * it; it is never written to again, and closing it frees the segment), watched for EOF by the
- * {@link SegmentWatcher}. Released slots go back with op 88 on pooled connections, from the pool's
- * maintenance thread, never from a reader.
+ * {@link SegmentWatcher}. Released slots go back on pooled connections, from the pool's maintenance
+ * thread (or a reader that found the pool empty and helps): in one op-127 BATCH_RELEASE request per
+ * batch when the DataNode is an scr shim that offers it, else with one op 88 per slot.
  *
  * <p>The pool is created on first use, so a path that is never read from costs no threads. Without
  * shared memory (disabled, unavailable in this JVM, or the DataNode refused and the {@link
@@ -50,6 +55,8 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
 
   private final String path;
   private final DomainSocketPool pool;
+  private final PeerExtensions extensions;
+  private final ClientCounters counters;
   private final PathBackoff backoff;
   private final Function<DataNodeEndpoint, SlotPool> slotPoolFactory;
   private final SegmentWatcherHolder watcher;
@@ -71,6 +78,8 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
   DataNodeEndpoint(
       String path,
       DomainSocketPool pool,
+      PeerExtensions extensions,
+      ClientCounters counters,
       PathBackoff backoff,
       SegmentWatcherHolder watcher,
       String clientName,
@@ -78,6 +87,8 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       Function<DataNodeEndpoint, SlotPool> slotPoolFactory) {
     this.path = path;
     this.pool = pool;
+    this.extensions = extensions;
+    this.counters = counters;
     this.backoff = backoff;
     this.watcher = watcher;
     this.clientName = clientName;
@@ -219,9 +230,30 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
 
   // ---- SlotReleaser: called by the pool's maintenance thread ----
 
+  /**
+   * Tells the DataNode that {@code slotIds} are free: in one op-127 BATCH_RELEASE request when the
+   * peer advertised it (probed on the first release, see {@link PeerExtensions}), else one op 88
+   * per slot. A batch the peer drops the connection on (a DataNode that no longer knows op 127) is
+   * told again with op 88, and the path counts as stock until its DataNode restarts: nothing of it
+   * reaches the pool.
+   */
   @Override
   public void release(List<SlotId> slotIds) throws IOException {
+    if (slotIds.isEmpty()) {
+      return;
+    }
+    if (extensions.features(path).batchRelease()) {
+      try {
+        int requests = ShortCircuitExchanges.releaseSlotsBatched(pool, path, slotIds);
+        counters.recordBatchedReleases(requests, slotIds.size());
+        return;
+      } catch (EOFException | SocketException e) {
+        // Closed on an extension request (the pool already retried a stale connection once).
+        extensions.extensionFailed(path, e.toString());
+      }
+    }
     ShortCircuitExchanges.releaseSlots(pool, path, slotIds);
+    counters.recordStockReleases(slotIds.size());
   }
 
   /** Closes the slot pool; segments still in use are returned when their last slot is released. */

@@ -15,6 +15,7 @@ import io.scr.core.net.DomainConnectException;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
+import io.scr.core.net.PeerExtensions;
 import io.scr.core.net.SegmentWatcher;
 import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.core.net.ShortCircuitRefusedException;
@@ -65,6 +66,7 @@ public final class ReplicaManager implements Closeable {
 
   private final String name;
   private final DomainSocketPool pool;
+  private final PeerExtensions extensions;
   private final PathBackoff backoff;
   private final LeaseCache<ReplicaKey, Replica> cache;
   private final LocalBlockReader reader;
@@ -88,6 +90,7 @@ public final class ReplicaManager implements Closeable {
   private ReplicaManager(Builder b) {
     this.name = b.name;
     this.pool = b.pool;
+    this.extensions = new PeerExtensions(b.pool, b.extensionsEnabled);
     this.backoff = b.backoff;
     this.ticker = b.ticker;
     this.reader = new LocalBlockReader(b.scratchBytes);
@@ -370,7 +373,15 @@ public final class ReplicaManager implements Closeable {
         path,
         p ->
             new DataNodeEndpoint(
-                p, pool, backoff, this::watcher, clientName, shmEnabled, this::newSlotPool));
+                p,
+                pool,
+                extensions,
+                counters,
+                backoff,
+                this::watcher,
+                clientName,
+                shmEnabled,
+                this::newSlotPool));
   }
 
   private SlotPool newSlotPool(DataNodeEndpoint endpoint) {
@@ -405,6 +416,11 @@ public final class ReplicaManager implements Closeable {
       }
       return watcher;
     }
+  }
+
+  /** Which DataNodes speak the scr shim's extensions (negotiated once per socket path). */
+  public PeerExtensions extensions() {
+    return extensions;
   }
 
   /** The cache's counters. */
@@ -463,6 +479,7 @@ public final class ReplicaManager implements Closeable {
     private long idleExpiryMs = 300000;
     private long staleThresholdMs = 300000;
     private boolean shmEnabled = true;
+    private boolean extensionsEnabled = true;
     private int slotLowWatermark = 64;
     private long slotWaitMs = 50;
     private int scratchBytes = 65536;
@@ -512,6 +529,12 @@ public final class ReplicaManager implements Closeable {
     /** Whether to request shared-memory slots. */
     public Builder shmEnabled(boolean on) {
       this.shmEnabled = on;
+      return this;
+    }
+
+    /** Whether to use the scr shim's protocol extensions with DataNodes that offer them. */
+    public Builder extensionsEnabled(boolean on) {
+      this.extensionsEnabled = on;
       return this;
     }
 

@@ -13,6 +13,7 @@ import java.io.EOFException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.datatransfer.Sender;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitShm;
@@ -58,6 +59,30 @@ class ShortCircuitProtocolTest {
     stock.reset();
     new Sender(new DataOutputStream(stock)).requestShortCircuitShm("client_1");
     assertArrayEquals(stock.toByteArray(), ShortCircuitProtocol.encodeRequestShm("client_1"));
+  }
+
+  @Test
+  void extensionFramesHaveTheShimsLayout() throws Exception {
+    // [version 28][op 127][varint length][sub-op][...]: docs/shim.md "Extensions (op 127)".
+    assertArrayEquals(new byte[] {0, 28, 127, 1, 1}, ShortCircuitProtocol.encodeExtensionHello());
+    java.util.List<SlotId> slots = new java.util.ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      slots.add(SlotId.of(SHM, i));
+    }
+    byte[] frame = ShortCircuitProtocol.encodeBatchRelease(slots, 10, 150);
+    ByteArrayInputStream in = new ByteArrayInputStream(frame);
+    assertEquals(127, ShortCircuitProtocol.readOpHeader(in));
+    int length = in.read() & 0x7f | (in.read() & 0x7f) << 7; // two varint bytes for > 127
+    assertEquals(in.available(), length);
+    assertEquals(ShortCircuitProtocol.EXT_BATCH_RELEASE, in.read());
+    for (int i = 10; i < 150; i++) {
+      ReleaseShortCircuitAccessRequestProto r =
+          ReleaseShortCircuitAccessRequestProto.parseDelimitedFrom(in);
+      assertEquals(SlotId.of(SHM, i), ShortCircuitProtocol.fromProto(r.getSlotId()));
+    }
+    assertEquals(0, in.available());
+    assertThrows(
+        IllegalArgumentException.class, () -> ShortCircuitProtocol.encodeBatchRelease(slots, 5, 5));
   }
 
   @Test
