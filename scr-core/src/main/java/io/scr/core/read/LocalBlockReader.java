@@ -262,7 +262,9 @@ public final class LocalBlockReader {
 
   /**
    * Verifies {@code len} bytes of {@code buf} starting at index {@code from}, which hold the
-   * replica's bytes from block offset {@code position} (a chunk boundary).
+   * replica's bytes from block offset {@code position} (a chunk boundary). A span of several chunks
+   * is checked with one CRC pass against the chunk checksums combined ({@link CrcCombiner}); only a
+   * mismatch goes chunk by chunk, to name the bad chunk.
    */
   private static void verifyChunks(
       ReplicaFiles replica,
@@ -279,20 +281,31 @@ public final class LocalBlockReader {
     Checksum crc = header.type() == MetaHeader.TYPE_CRC32C ? s.crc32c : s.crc32;
     int chunks = (len + bpc - 1) / bpc;
     int base = s.sumsBase;
+    if (chunks > 1) {
+      CrcCombiner combiner = header.combiner();
+      int expected = storedSum(replica, sums, base);
+      for (int i = 1; i < chunks; i++) {
+        int chunkLen = Math.min(bpc, len - i * bpc);
+        int next = storedSum(replica, sums, base + i * 4);
+        expected =
+            chunkLen == bpc
+                ? combiner.appendChunk(expected, next)
+                : combiner.append(expected, next, chunkLen);
+      }
+      crc.reset();
+      buf.limit(from + len).position(from);
+      crc.update(buf);
+      if ((int) crc.getValue() == expected) {
+        return;
+      }
+    }
     for (int i = 0; i < chunks; i++) {
       int chunkStart = from + i * bpc;
       int chunkLen = Math.min(bpc, len - i * bpc);
       crc.reset();
       buf.limit(chunkStart + chunkLen).position(chunkStart);
       crc.update(buf);
-      int expected;
-      try {
-        expected = sums.getInt(base + i * 4);
-      } catch (InternalError e) {
-        // A mapped meta file cut shorter under us (block recovery): the page is gone (SIGBUS).
-        throw new java.io.IOException(
-            "meta file of " + replica.blockName() + " changed size under a read", e);
-      }
+      int expected = storedSum(replica, sums, base + i * 4);
       int actual = (int) crc.getValue();
       if (expected != actual) {
         long badOffset = position + (long) i * bpc;
@@ -314,6 +327,32 @@ public final class LocalBlockReader {
                 + ")",
             badOffset);
       }
+    }
+    if (chunks == 1) {
+      return;
+    }
+    // Every chunk matches its checksum but the span does not match their combination: the
+    // combination is wrong, which would be a bug here, not in the data.
+    throw new IllegalStateException(
+        "combined checksums of "
+            + chunks
+            + " chunks at block offset "
+            + position
+            + " of "
+            + replica.blockName()
+            + " disagree with the chunks ("
+            + header
+            + ")");
+  }
+
+  /** The stored checksum at index {@code at} of {@code sums}. */
+  private static int storedSum(ReplicaFiles replica, ByteBuffer sums, int at) throws IOException {
+    try {
+      return sums.getInt(at);
+    } catch (InternalError e) {
+      // A mapped meta file cut shorter under us (block recovery): the page is gone (SIGBUS).
+      throw new IOException(
+          "meta file of " + replica.blockName() + " changed size under a read", e);
     }
   }
 
