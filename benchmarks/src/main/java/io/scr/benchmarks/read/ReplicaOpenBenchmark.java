@@ -161,11 +161,70 @@ public class ReplicaOpenBenchmark {
   }
 
   private void close(Generation g) throws IOException {
+    if (REPORT && g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
+      report(g.number, ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient());
+    }
     g.in.close();
     if (g.fs instanceof DistributedFileSystem && path.isStockShortCircuit()) {
       closeStockCaches((DistributedFileSystem) g.fs);
     }
     g.fs.close();
+  }
+
+  /** {@code -Dscr.bench.replicaOpen.report=true}: one line per scr generation on stderr. */
+  private static final boolean REPORT = Boolean.getBoolean("scr.bench.replicaOpen.report");
+
+  private static void report(long number, io.scr.core.ScrClient scr) {
+    io.scr.core.metrics.ClientSnapshot s = scr.metricsSnapshot();
+    StringBuilder sb = new StringBuilder("replica-open g").append(number);
+    io.scr.core.metrics.ClientCounters.Latency open = s.replicaOpenLatency();
+    sb.append(" opens=")
+        .append(open.count())
+        .append(" open_us{p50=")
+        .append(open.p50Nanos() / 1000)
+        .append(" p99=")
+        .append(open.p99Nanos() / 1000)
+        .append(" max=")
+        .append(open.maxNanos() / 1000)
+        .append('}');
+    for (io.scr.core.metrics.ClientCounters.OpenPhase ph :
+        io.scr.core.metrics.ClientCounters.OpenPhase.values()) {
+      io.scr.core.metrics.ClientCounters.Latency l = s.replicaOpenPhase(ph);
+      sb.append(' ')
+          .append(ph)
+          .append("_us{p50=")
+          .append(l.p50Nanos() / 1000)
+          .append(" p99=")
+          .append(l.p99Nanos() / 1000)
+          .append(" max=")
+          .append(l.maxNanos() / 1000)
+          .append('}');
+    }
+    sb.append(" cache{miss=")
+        .append(s.cache().missCount())
+        .append(" loads=")
+        .append(s.cache().loadSuccessCount())
+        .append(" maxLoad_us=")
+        .append(s.cache().maxLoadTimeNanos() / 1000)
+        .append('}');
+    for (io.scr.shm.SlotPoolStats p : s.slotPools()) {
+      sb.append(" slots{alloc=")
+          .append(p.allocations())
+          .append(" waited=")
+          .append(p.allocationsThatWaited())
+          .append(" timeouts=")
+          .append(p.allocationTimeouts())
+          .append(" wait_us{p50=")
+          .append(p.allocationWaitP50Nanos() / 1000)
+          .append(" p99=")
+          .append(p.allocationWaitP99Nanos() / 1000)
+          .append(" max=")
+          .append(p.allocationWaitMaxNanos() / 1000)
+          .append("} fetches=")
+          .append(p.segmentFetches())
+          .append('}');
+    }
+    System.err.println(sb);
   }
 
   /** Stock keeps a context's short-circuit caches (and their fds) for the life of the JVM. */

@@ -31,12 +31,52 @@ public final class ClientCounters {
   @GuardedBy("this")
   private Histogram interval;
 
+  /** The parts of a replica open, timed separately to show where its time goes. */
+  public enum OpenPhase {
+    /** Taking a shared-memory slot from the path's pool (waits when the pool is empty). */
+    SLOT,
+    /** Op 87 on a pooled connection: request, response, the two fds and the receipt byte. */
+    EXCHANGE,
+    /** The meta header read and the meta file mapped (or read). */
+    FILES
+  }
+
+  private final Recorder[] phaseLatency = new Recorder[OpenPhase.values().length];
+
+  @GuardedBy("this")
+  private final Histogram[] phaseTotal = new Histogram[OpenPhase.values().length];
+
+  @GuardedBy("this")
+  private final Histogram[] phaseInterval = new Histogram[OpenPhase.values().length];
+
   private final LongAdder stockReleaseRequests = new LongAdder();
   private final LongAdder batchedReleaseRequests = new LongAdder();
   private final LongAdder batchedReleaseSlots = new LongAdder();
 
   /** Empty counters. */
-  public ClientCounters() {}
+  public ClientCounters() {
+    for (int i = 0; i < phaseLatency.length; i++) {
+      phaseLatency[i] = new Recorder(MAX_TRACKED_NANOS, 2);
+      synchronized (this) {
+        phaseTotal[i] = new Histogram(MAX_TRACKED_NANOS, 2);
+      }
+    }
+  }
+
+  /** Records that {@code phase} of a successful replica open took {@code nanos}. */
+  public void recordOpenPhase(OpenPhase phase, long nanos) {
+    phaseLatency[phase.ordinal()].recordValue(Math.min(Math.max(0, nanos), MAX_TRACKED_NANOS));
+  }
+
+  /** The time {@code phase} took in successful replica opens since the engine started. */
+  public synchronized Latency openPhaseLatency(OpenPhase phase) {
+    int i = phase.ordinal();
+    phaseInterval[i] = phaseLatency[i].getIntervalHistogram(phaseInterval[i]);
+    phaseTotal[i].add(phaseInterval[i]);
+    Histogram h = phaseTotal[i];
+    return new Latency(
+        h.getTotalCount(), h.getValueAtPercentile(50), h.getValueAtPercentile(99), h.getMaxValue());
+  }
 
   /** The counters of {@code socketPath}, created on first use. */
   public PathCounters path(String socketPath) {

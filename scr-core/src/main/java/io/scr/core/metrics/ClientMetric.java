@@ -178,6 +178,21 @@ public enum ClientMetric {
       Kind.GAUGE,
       "microseconds",
       "Longest replica open since start"),
+  REPLICA_OPEN_SLOT_P99(
+      "ReplicaOpenSlotP99Micros",
+      Kind.GAUGE,
+      "microseconds",
+      "99th percentile of the slot allocation part of replica opens since start"),
+  REPLICA_OPEN_EXCHANGE_P99(
+      "ReplicaOpenExchangeP99Micros",
+      Kind.GAUGE,
+      "microseconds",
+      "99th percentile of the op-87 round trip (request, fds, receipt) of replica opens"),
+  REPLICA_OPEN_FILES_P99(
+      "ReplicaOpenFilesP99Micros",
+      Kind.GAUGE,
+      "microseconds",
+      "99th percentile of the meta header read and checksum mapping of replica opens"),
   // ---- per path (record ScrClientPath, tag Path) ----
   PATH_READS(
       "ShortCircuitReads",

@@ -37,6 +37,7 @@ public final class ClientSnapshot {
   final int extensionPeers;
   final long extensionFailures;
   final ClientCounters.Latency replicaOpen;
+  final EnumMap<ClientCounters.OpenPhase, ClientCounters.Latency> openPhases;
   final long processOpenFds;
   final long processFdLimit;
 
@@ -71,6 +72,7 @@ public final class ClientSnapshot {
     this.extensionPeers = b.extensionPeers;
     this.extensionFailures = b.extensionFailures;
     this.replicaOpen = b.replicaOpen;
+    this.openPhases = new EnumMap<>(b.openPhases);
     this.processOpenFds = b.processOpenFds;
     this.processFdLimit = b.processFdLimit;
   }
@@ -174,6 +176,15 @@ public final class ClientSnapshot {
     return replicaOpen;
   }
 
+  /**
+   * How long {@code phase} took in successful replica opens since start (zeros before the first
+   * open).
+   */
+  public ClientCounters.Latency replicaOpenPhase(ClientCounters.OpenPhase phase) {
+    ClientCounters.Latency l = openPhases.get(phase);
+    return l != null ? l : new ClientCounters.Latency(0, 0, 0, 0);
+  }
+
   /** Fds the process holds, or -1 if unknown. */
   public long processOpenFds() {
     return processOpenFds;
@@ -257,6 +268,8 @@ public final class ClientSnapshot {
     int extensionPeers;
     long extensionFailures;
     ClientCounters.Latency replicaOpen = new ClientCounters.Latency(0, 0, 0, 0);
+    EnumMap<ClientCounters.OpenPhase, ClientCounters.Latency> openPhases =
+        new EnumMap<>(ClientCounters.OpenPhase.class);
     long processOpenFds = -1;
     long processFdLimit = -1;
 

@@ -141,6 +141,9 @@ public final class ScrClientMetrics implements MetricsSource {
     b.extensionPeers = client.extensions().extendedPathCount();
     b.extensionFailures = client.extensions().extensionFailureCount();
     b.replicaOpen = counters.replicaOpenLatency();
+    for (ClientCounters.OpenPhase phase : ClientCounters.OpenPhase.values()) {
+      b.openPhases.put(phase, counters.openPhaseLatency(phase));
+    }
     b.processOpenFds = ProcessFds.openCount();
     b.processFdLimit = ProcessFds.softLimit();
     return b.build();
@@ -217,6 +220,18 @@ public final class ScrClientMetrics implements MetricsSource {
     gauge(rb, ClientMetric.REPLICA_OPEN_P50, micros(s.replicaOpen.p50Nanos()));
     gauge(rb, ClientMetric.REPLICA_OPEN_P99, micros(s.replicaOpen.p99Nanos()));
     gauge(rb, ClientMetric.REPLICA_OPEN_MAX, micros(s.replicaOpen.maxNanos()));
+    gauge(
+        rb,
+        ClientMetric.REPLICA_OPEN_SLOT_P99,
+        micros(s.replicaOpenPhase(ClientCounters.OpenPhase.SLOT).p99Nanos()));
+    gauge(
+        rb,
+        ClientMetric.REPLICA_OPEN_EXCHANGE_P99,
+        micros(s.replicaOpenPhase(ClientCounters.OpenPhase.EXCHANGE).p99Nanos()));
+    gauge(
+        rb,
+        ClientMetric.REPLICA_OPEN_FILES_P99,
+        micros(s.replicaOpenPhase(ClientCounters.OpenPhase.FILES).p99Nanos()));
 
     for (String path : pathsOf(s)) {
       pathRecord(collector, s, path);
