@@ -36,21 +36,25 @@ import org.slf4j.LoggerFactory;
  * {@code InvalidToken} (the block's locations and token are refetched first).
  *
  * <p><b>Failures.</b> A null lease, an I/O error or a {@link ChecksumException} from the replica
- * sends that read to the stock path, which reports bad replicas and tries others as it always does;
- * the failed {@link LocatedBlock} is remembered (by identity) so later reads do not retry
- * short-circuit until the stock stream refreshes its locations. Counted in {@link #fallbacks()} and
- * {@link #checksumFallbacks()}.
+ * sends the rest of that read to the stock path; the failed {@link LocatedBlock} is remembered (by
+ * identity) so later reads do not retry short-circuit until the stock stream refreshes its
+ * locations. A {@link ChecksumException} is first reported to the NameNode against the DataNode the
+ * lease names ({@link ReplicaLease#socketPath()}), with stock's rule, and that DataNode is kept off
+ * the stock fallback when the block has other replicas. Counted in {@link #fallbacks()} and {@link
+ * #checksumFallbacks()}.
  *
  * <p><b>Statistics.</b> Short-circuit bytes are added to the stock {@code ReadStatistics} with
  * {@code addShortCircuitBytes} (so {@code HdfsDataInputStream.getReadStatistics()} shows them) and
  * to the file system's {@code FileSystem.Statistics} at distance 0, as a stock local reader would.
  *
  * <p><b>Concurrency.</b> Positional reads may run concurrently (HBase does): they share only the
- * volatile, immutable table and thread-safe counters, and take a lease each. Stateful reads hold
- * the stream monitor, as stock does. {@code tableLock} serializes rebuilds; lock order is stream
- * monitor, then {@code tableLock}, then the stock {@code infoLock}. Reading the stock {@code
- * locatedBlocks} field without {@code infoLock} to detect a replacement is a benign race: a stale
- * view only delays the rebuild to the next read, and the old table's blocks are still valid.
+ * volatile, immutable table and thread-safe counters, and take a lease each, reusing the reading
+ * thread's spare lease object ({@link ScrClient#leaseWithThreadSpare}), so the hit path allocates
+ * nothing whichever threads read whichever streams. Stateful reads hold the stream monitor, as
+ * stock does. {@code tableLock} serializes rebuilds; lock order is stream monitor, then {@code
+ * tableLock}, then the stock {@code infoLock}. Reading the stock {@code locatedBlocks} field
+ * without {@code infoLock} to detect a replacement is a benign race: a stale view only delays the
+ * rebuild to the next read, and the old table's blocks are still valid.
  *
  * <p><b>Resources.</b> Holds no fds or sockets between reads: each lease is closed before the read
  * returns, and the cached replicas belong to the {@link ScrClient}. {@link #unbuffer()} therefore
