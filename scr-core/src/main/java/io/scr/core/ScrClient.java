@@ -75,6 +75,12 @@ public final class ScrClient implements Closeable {
 
   private volatile boolean closed;
 
+  /** Most replicas {@link #replicaFailedChecksum} remembers. */
+  static final int MAX_KNOWN_CORRUPT = 4096;
+
+  /** Replicas that failed a checksum through the accessor ({@link #replicaFailedChecksum}). */
+  private final java.util.Set<String> knownCorrupt = ConcurrentHashMap.newKeySet();
+
   /**
    * Each thread's spare lease ({@link #leaseWithThreadSpare}); null once closed. Dropping the
    * reference on close lets the thread-local entries of a closed engine be collected (a spare
@@ -423,7 +429,48 @@ public final class ScrClient implements Closeable {
     if (closed) {
       return null;
     }
-    return replicas.leaseIfCached(block, fileName);
+    return notKnownCorrupt(block, replicas.leaseIfCached(block, fileName));
+  }
+
+  /**
+   * Records that the replica of {@code block} from the DataNode at {@code socketPath} failed
+   * checksum verification, for callers that cannot report it to the NameNode against the right
+   * DataNode themselves (the replica accessor is not told which DataNode the stock stream chose):
+   * the cached replica is dropped, and {@link #leaseIfCached} and {@link #leaseFromLocalDataNode}
+   * no longer serve that DataNode's replica of that block and generation stamp, so the stock
+   * reader's retry reads another replica (and reports this one itself when it reads it the stock
+   * way). Remembers at most {@value #MAX_KNOWN_CORRUPT} replicas per engine (then starts over).
+   */
+  public void replicaFailedChecksum(ExtendedBlock block, String socketPath) {
+    if (knownCorrupt.size() >= MAX_KNOWN_CORRUPT) {
+      knownCorrupt.clear();
+    }
+    knownCorrupt.add(corruptKey(block, socketPath));
+    replicas.invalidate(
+        new io.scr.core.replica.ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath));
+  }
+
+  private boolean isKnownCorrupt(ExtendedBlock block, String socketPath) {
+    return !knownCorrupt.isEmpty() && knownCorrupt.contains(corruptKey(block, socketPath));
+  }
+
+  /** {@code lease}, or null (the lease closed) when it is a replica known to be corrupt. */
+  private ReplicaLease notKnownCorrupt(ExtendedBlock block, ReplicaLease lease) {
+    if (lease != null && isKnownCorrupt(block, lease.socketPath())) {
+      lease.close();
+      return null;
+    }
+    return lease;
+  }
+
+  private static String corruptKey(ExtendedBlock block, String socketPath) {
+    return block.getBlockPoolId()
+        + ":"
+        + block.getBlockId()
+        + "_"
+        + block.getGenerationStamp()
+        + "@"
+        + socketPath;
   }
 
   /**
@@ -444,11 +491,14 @@ public final class ScrClient implements Closeable {
     if (closed) {
       return fallback(FallbackReason.CLOSED);
     }
-    ReplicaLease cached = replicas.leaseIfCached(block, fileName);
+    ReplicaLease cached = notKnownCorrupt(block, replicas.leaseIfCached(block, fileName));
     if (cached != null) {
       return cached;
     }
     List<String> paths = localSocketPaths();
+    if (!knownCorrupt.isEmpty()) {
+      paths.removeIf(p -> isKnownCorrupt(block, p));
+    }
     if (paths.isEmpty()) {
       return fallback(FallbackReason.NOT_CONFIGURED);
     }

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.ReplicaAccessor;
 import org.apache.hadoop.hdfs.ReplicaAccessorBuilder;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -146,7 +147,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
       lease.close();
       return null;
     }
-    return new Accessor(lease, verifyChecksum);
+    return new Accessor(client, block, lease, verifyChecksum);
   }
 
   private static Token<BlockTokenIdentifier> decodeToken(byte[] bytes) throws IOException {
@@ -214,24 +215,67 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     }
   }
 
-  /** The accessor: one lease, read by one block reader. */
+  /**
+   * The accessor: one lease, read by one block reader.
+   *
+   * <p>A checksum mismatch is not passed to the stock stream as a {@link ChecksumException}: stock
+   * would report the DataNode <em>it</em> chose, which need not be the one whose replica the lease
+   * holds (the builder is not told which DataNode stock chose, and stock asks the accessor for
+   * remote DataNodes too), so a good replica would be reported, and each retry would get the same
+   * corrupt cached replica until the read failed. Instead the engine drops and avoids that replica
+   * ({@link ScrClient#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves
+   * to another location, for which the builder serves another replica or none (stock reads it, and
+   * reports a corrupt replica it reads itself against the right DataNode).
+   */
   private static final class Accessor extends ReplicaAccessor {
+    private final ScrClient client;
+    private final ExtendedBlock block;
     private final ReplicaLease lease;
     private final boolean verifyChecksum;
 
-    Accessor(ReplicaLease lease, boolean verifyChecksum) {
+    Accessor(ScrClient client, ExtendedBlock block, ReplicaLease lease, boolean verifyChecksum) {
+      this.client = client;
+      this.block = block;
       this.lease = lease;
       this.verifyChecksum = verifyChecksum;
     }
 
     @Override
     public int read(long pos, byte[] buf, int off, int len) throws IOException {
-      return lease.read(pos, buf, off, len, verifyChecksum);
+      try {
+        return lease.read(pos, buf, off, len, verifyChecksum);
+      } catch (ChecksumException e) {
+        throw corrupt(e);
+      }
     }
 
     @Override
     public int read(long pos, ByteBuffer buf) throws IOException {
-      return lease.read(pos, buf, verifyChecksum);
+      try {
+        return lease.read(pos, buf, verifyChecksum);
+      } catch (ChecksumException e) {
+        throw corrupt(e);
+      }
+    }
+
+    private IOException corrupt(ChecksumException e) {
+      String path = lease.socketPath();
+      client.replicaFailedChecksum(block, path);
+      LOG.warn(
+          "Checksum error in the short-circuit replica of {} from the DataNode at {}; scr no longer"
+              + " serves it and the stock reader reads another replica: {}",
+          block,
+          path,
+          e.getMessage());
+      return new IOException(
+          "short-circuit replica of "
+              + block
+              + " from the DataNode at "
+              + path
+              + " failed checksum verification (scr will not serve it again; the stock reader"
+              + " takes over): "
+              + e.getMessage(),
+          e);
     }
 
     @Override

@@ -157,6 +157,57 @@ class CorruptReplicaReportTest {
     }
   }
 
+  /**
+   * The accessor is not told which DataNode the stock stream chose; with the corrupt replica
+   * cached, every attempt used to get it again (and stock blamed whichever DataNode it had chosen)
+   * until the read failed with {@code BlockMissingException}.
+   */
+  @Test
+  void theAccessorFallsBackToTheGoodReplicaWhenTheCachedOneIsCorrupt() throws Exception {
+    byte[] expect = DFS.dfs().writeRandomFile("/corrupt/accessor", LEN, 43);
+    LocatedBlock lb = firstBlock("/corrupt/accessor");
+    String context = "corrupt-accessor";
+    FileSystem stock =
+        DFS.dfs()
+            .newFileSystem(
+                c -> {
+                  c.setBoolean("dfs.client.read.shortcircuit", false);
+                  c.set(
+                      "dfs.client.replica.accessor.builder.classes",
+                      ScrReplicaAccessorBuilder.class.getName());
+                  c.setBoolean("fs.hdfs.impl.disable.cache", true);
+                  context(c, context);
+                });
+    try {
+      Configuration conf = DFS.dfs().clientConf();
+      context(conf, context);
+      ScrClient accessorEngine = ScrReplicaAccessorBuilder.engine(conf);
+      corrupt(lb.getBlock(), 0);
+      String path = DFS.dfs().socketPath(0);
+      ReplicaLease lease = accessorEngine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");
+      assertNotNull(lease);
+      lease.close();
+      for (int i = 0; i < 4; i++) {
+        try (FSDataInputStream in = stock.open(new Path("/corrupt/accessor"))) {
+          byte[] all = new byte[LEN];
+          in.readFully(0, all);
+          assertArrayEquals(expect, all, "attempt " + i);
+        }
+        List<Integer> reported = corruptReplicaPorts(lb.getBlock());
+        assertTrue(
+            reported.isEmpty() || reported.equals(List.of(xferPort(0))),
+            "only the corrupt replica may be reported: " + reported);
+      }
+      assertEquals(
+          1,
+          accessorEngine.metricsSnapshot().checksumFailures(),
+          "the corrupt cached replica was read once, then never served again");
+    } finally {
+      stock.close();
+      ScrReplicaAccessorBuilder.releaseAll();
+    }
+  }
+
   /** Leases (and releases) DataNode {@code index}'s replica, so the engine caches it. */
   private void warmCache(LocatedBlock lb, int index) throws IOException {
     String path = DFS.dfs().socketPath(index);
