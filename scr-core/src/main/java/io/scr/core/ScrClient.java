@@ -43,8 +43,10 @@ import org.apache.hadoop.security.token.Token;
  * distinguished by {@code _PORT}.
  *
  * <p>Thread-safety: thread-safe. {@link #socketPathFor} and a cache-hit {@link #lease} take no lock
- * other readers wait on; a cache hit with a reused lease allocates nothing. The registry of shared
- * instances is guarded by a static monitor, taken only by acquire and close.
+ * other readers wait on; a cache hit with a reused lease allocates nothing ({@link
+ * #leaseWithThreadSpare} keeps that lease per thread in a thread-local, whose entries are confined
+ * to their thread). Replicas that failed a checksum through the accessor sit in a concurrent set.
+ * The registry of shared instances is guarded by a static monitor, taken only by acquire and close.
  */
 public final class ScrClient implements Closeable {
   private static final Object REGISTRY_LOCK = new Object();

@@ -55,10 +55,10 @@ import org.slf4j.LoggerFactory;
  * for one block falls back for that block only; an invalid token is rethrown (no backoff, so the
  * caller can refetch the token and try again).
  *
- * <p>Concurrency: thread-safe. Hits take no lock; concurrent misses of one block share one load
- * (the cache coalesces them). Endpoints are created once per path (concurrent map). {@link
- * #close()} closes the cache (idle replicas now, leased ones when released), then the slot pools,
- * the segment watcher and the socket pool; it is idempotent.
+ * <p>Concurrency: thread-safe. Hits take no lock; concurrent misses of one replica (block and
+ * DataNode socket) share one load (the cache coalesces them). Endpoints are created once per path
+ * (concurrent map). {@link #close()} closes the cache (idle replicas now, leased ones when
+ * released), then the slot pools, the segment watcher and the socket pool; it is idempotent.
  */
 public final class ReplicaManager implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaManager.class);
