@@ -8,11 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.cache.LeaseCacheStats;
+import io.scr.cache.RemovalCause;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.shm.SlotPoolStats;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.ResourceSnapshot;
 import java.io.File;
@@ -197,6 +200,15 @@ abstract class AbstractFaultTest {
   }
 
   // 2. Replica deleted while its fds are cached.
+  /**
+   * What bounds how long a deleted block file stays open with shared memory: the DataNode clears
+   * the slot's VALID bit (stock: before it deletes; the shim: within one invalidation scan), and
+   * the cache's maintenance sweep (every second, {@code LeaseCacheConfig.maintenanceInterval})
+   * retires idle replicas that are no longer valid; the closer closes their fds. Not the idle
+   * expiry, which stays at its 300 s default here.
+   */
+  static final Duration DELETED_FILE_FD_BOUND = Duration.ofSeconds(5);
+
   @Test
   @Order(2)
   void deletedReplicaIsInvalidatedAndItsFilesAreReleased() throws Exception {
@@ -210,13 +222,19 @@ abstract class AbstractFaultTest {
         blockFiles.add(dfs().cluster().getBlockFile(dn, lb.getBlock()));
       }
     }
-    long idleExpiryMs = 3000;
-    try (ScrFileSystem fs =
-            Faults.scrFileSystem(dfs(), c -> c.setLong("scr.cache.idle.expiry.ms", idleExpiryMs));
+    try (ScrFileSystem fs = scrFs();
         FSDataInputStream in = fs.open(new Path("/delete/f"))) {
+      ScrClient scr = fs.scrClient();
+      assertEquals(
+          300_000L,
+          ScrKeys.CACHE_IDLE_EXPIRY_MS.defaultValue(),
+          "the bound below must not come from idle expiry");
       byte[] read = new byte[length];
       in.readFully(0, read);
       assertArrayEquals(data, read);
+      assertTrue(
+          scr.slotPoolStats().stream().mapToLong(SlotPoolStats::slotsInUse).sum() > 0,
+          "the replicas must hold slots: this test is about slot invalidation");
       String blockName = blockFiles.get(0).getName();
       assertFalse(
           Faults.openFdsMatching(blockName).isEmpty(), "scr should hold the replica's fds open");
@@ -226,17 +244,23 @@ abstract class AbstractFaultTest {
           "the DataNodes to delete the block files",
           Duration.ofSeconds(30),
           () -> blockFiles.stream().noneMatch(File::exists));
+      long deleted = System.nanoTime();
       // VALID is cleared before (stock) or within one scan after (shim) the delete.
       TimeUnit.MILLISECONDS.sleep(3 * SHIM_INVALIDATION_MS); // the bound under test, not a latch
       byte[] again = new byte[BLOCK];
       IOException e = assertThrows(IOException.class, () -> in.readFully(0, again));
       assertFalse(e instanceof ChecksumException, e.toString());
 
-      // The second block was never read again: its fds go at the latest with idle expiry.
+      // No fd to a deleted block file outlives the bound, although idle expiry is 300 s.
       Faults.await(
           "no open fd to a deleted block file",
-          Duration.ofMillis(idleExpiryMs + 5000),
+          DELETED_FILE_FD_BOUND,
           () -> blockFiles.stream().allMatch(f -> Faults.openFdsMatching(f.getName()).isEmpty()));
+      long releasedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - deleted);
+      assertTrue(
+          scr.cacheStats().removalCount(RemovalCause.STALE) > 0,
+          "the replicas must have been retired as stale: " + scr.cacheStats());
+      System.out.printf("deleted replica: fds released %d ms after the delete%n", releasedMs);
     }
     assertNoScrLeaks(before);
   }

@@ -99,12 +99,26 @@ final class Faults {
    * and are the fixture's class-level check.
    */
   static List<String> scrLeaks(ResourceSnapshot before, MiniDfs dfs, Duration patience) {
-    List<String> leaks = before.leakedSince(patience, dfs.ownedPaths());
-    return leaks.stream()
-        .filter(l -> !l.startsWith("thread '") || l.startsWith("thread 'scr-"))
-        .filter(l -> !l.startsWith("thread 'scr-shim-")) // the DataNode's plugin, not the client
-        .filter(l -> !l.endsWith("in_use.lock")) // a restarted DataNode's storage locks
-        .collect(Collectors.toList());
+    // Polls with the filter applied: the snapshot's own patience would wait for DataNode threads
+    // that are not ours to end (an xceiver of a stale connection), the whole patience each time.
+    long deadline = System.nanoTime() + patience.toNanos();
+    while (true) {
+      List<String> leaks =
+          before.leakedSince(Duration.ZERO, dfs.ownedPaths()).stream()
+              .filter(l -> !l.startsWith("thread '") || l.startsWith("thread 'scr-"))
+              .filter(l -> !l.startsWith("thread 'scr-shim-")) // the DataNode's plugin
+              .filter(l -> !l.endsWith("in_use.lock")) // a restarted DataNode's storage locks
+              .collect(Collectors.toList());
+      if (leaks.isEmpty() || System.nanoTime() - deadline > 0) {
+        return leaks;
+      }
+      try {
+        TimeUnit.MILLISECONDS.sleep(50); // threads and sockets wind down asynchronously
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return leaks;
+      }
+    }
   }
 
   /** Open fds of this process whose target contains {@code fragment}. */

@@ -60,9 +60,13 @@ final class ProtocolCheck implements Check {
           path
               + " speaks the protocol but refused a shared-memory segment ("
               + e.getMessage()
-              + "); reads still work, without slot-based invalidation",
-          "on the DataNode, make /dev/shm (or dfs.datanode.shared.file.descriptor.paths)"
-              + " writable, or use the scr shim, which uses memfd");
+              + "); reads still work, without slot-based invalidation: replicas go stale by age"
+              + " (scr.replica.stale.threshold.ms) and a deleted replica's fds stay open that long",
+          "on the DataNode, give segments a writable directory with room (a missing, read-only"
+              + " or full one fails; its log names the cause): a stock DataNode uses the first of"
+              + " dfs.datanode.shared.file.descriptor.paths (default /dev/shm,/tmp) that worked"
+              + " when it started, so restart it after the fix; the scr shim uses memfd"
+              + " (scr.shim.shm.memfd=true, the default) or else scr.shim.shm.dir");
     } catch (IOException e) {
       return Finding.fail(
           ID,
