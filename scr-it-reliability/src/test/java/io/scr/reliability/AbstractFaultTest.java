@@ -33,8 +33,10 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
@@ -385,7 +387,14 @@ abstract class AbstractFaultTest {
           maxEntries <= capacity + readers.size(),
           "entries " + maxEntries + " > capacity " + capacity + " + " + readers.size());
       assertTrue(maxFds <= budget, "fds " + maxFds + " > budget " + budget);
-      assertTrue(s.evictionCount() > 0, "a working set of 12 blocks must evict: " + s);
+      assertTrue(
+          s.evictionCount() > 0,
+          "a working set of 12 blocks must evict: "
+              + s
+              + ", fallbacks "
+              + scr.metricsSnapshot().fallbacks()
+              + ", backoff "
+              + scr.backoffStatus());
       Faults.await(
           "the cache to shrink back to its capacity",
           Duration.ofSeconds(10),
@@ -593,35 +602,65 @@ abstract class AbstractFaultTest {
     for (int f = 0; f < files; f++) {
       data[f] = dfs().writeRandomFile("/soak/f" + f, length, seed + f);
     }
+    // Bumped before a file is replaced: a read that fails while its file's epoch moved raced the
+    // replacement (stock fails such a read too); any other failure is an error.
+    AtomicLongArray epochs = new AtomicLongArray(files);
     DistributedFileSystem writer = dfs().fileSystem();
+    int threadCount = 64;
+    // The budget the soak holds the cache to: the capacity plus one leased replica per thread, two
+    // fds each. Evicted replicas count until the closer has closed them, so a closer that falls
+    // behind shows as loads waiting for it or falling back (FD_BUDGET), never as more fds.
+    long budget = 2L * (capacity + threadCount);
     try (ScrFileSystem fs =
-        Faults.scrFileSystem(dfs(), c -> c.setInt("scr.cache.capacity", capacity))) {
+        Faults.scrFileSystem(
+            dfs(),
+            c -> {
+              c.setInt("scr.cache.capacity", capacity);
+              c.setLong("scr.cache.fd.budget", budget);
+            })) {
       ScrClient scr = fs.scrClient();
+      assertEquals(budget, scr.cacheStats().fdBudget());
       AtomicBoolean stop = new AtomicBoolean();
       AtomicLong mismatches = new AtomicLong();
       AtomicLong reads = new AtomicLong();
+      AtomicLong raced = new AtomicLong();
       ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
-      CountDownLatch started = new CountDownLatch(64);
+      CountDownLatch started = new CountDownLatch(threadCount);
       List<Thread> threads = new ArrayList<>();
-      for (int i = 0; i < 64; i++) {
+      for (int i = 0; i < threadCount; i++) {
         long threadSeed = seed * 31 + i;
+        int threadIndex = i;
         Thread t =
             new Thread(
                 () -> {
                   Random r = new Random(threadSeed);
                   byte[] buf = new byte[32 * 1024];
                   started.countDown();
+                  // Half the threads open a stream per read; the other half keep theirs open
+                  // until a read fails, so they go on reading a file's old blocks after it was
+                  // replaced, through replicas the DataNode invalidates or deletes under them.
+                  long holdNanos = threadIndex % 2 == 0 ? 0 : Long.MAX_VALUE;
                   while (!stop.get()) {
                     int f = r.nextInt(files);
-                    int len = 1 + r.nextInt(buf.length);
-                    int pos = r.nextInt(length - len);
+                    long epoch = epochs.get(f);
                     try (FSDataInputStream in = fs.open(new Path("/soak/f" + f))) {
-                      in.readFully(pos, buf, 0, len);
-                      reads.incrementAndGet();
-                      if (!Arrays.equals(buf, 0, len, data[f], pos, pos + len)) {
-                        mismatches.incrementAndGet();
+                      long openedAt = System.nanoTime();
+                      do {
+                        int len = 1 + r.nextInt(buf.length);
+                        int pos = r.nextInt(length - len);
+                        in.readFully(pos, buf, 0, len);
+                        reads.incrementAndGet();
+                        if (!Arrays.equals(buf, 0, len, data[f], pos, pos + len)) {
+                          mismatches.incrementAndGet();
+                        }
+                      } while (!stop.get() && System.nanoTime() - openedAt < holdNanos);
+                    } catch (IOException e) {
+                      if (epochs.get(f) != epoch) {
+                        raced.incrementAndGet();
+                      } else {
+                        errors.add(e);
                       }
-                    } catch (IOException | RuntimeException e) {
+                    } catch (RuntimeException e) {
                       errors.add(e);
                     }
                   }
@@ -632,26 +671,47 @@ abstract class AbstractFaultTest {
         threads.add(t);
       }
       started.await();
-      // Random invalidations: appends give a file's last block a new generation stamp (the
-      // DataNode replaces the replica; cached fds of the old one must be dropped). Readers only
-      // read the original prefix, which never changes.
+      // Random invalidations, each one the DataNode's doing (it clears VALID: stock when it
+      // invalidates a replica, the shim on its next scan): a file's replicas on one DataNode are
+      // dropped (replication 2 -> 1: the NameNode has the excess replicas deleted) and later
+      // restored; a file is replaced by a copy of the same bytes (new blocks; the old ones are
+      // deleted while streams still read them); or a file is appended to (its last block gets a
+      // new generation stamp). Readers only read the original prefix, which never changes.
       Random r = new Random(seed);
       long maxFds = 0;
+      long replacements = 0;
       long appends = 0;
+      long replicaDrops = 0;
+      boolean[] reduced = new boolean[files];
       long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
       while (System.nanoTime() < deadline) {
-        if (r.nextInt(4) == 0) {
-          try (var out = writer.append(new Path("/soak/f" + r.nextInt(files)))) {
+        int f = r.nextInt(files);
+        Path path = new Path("/soak/f" + f);
+        int action = r.nextInt(5);
+        if (action <= 2) {
+          reduced[f] = !reduced[f];
+          writer.setReplication(path, (short) (reduced[f] ? 1 : 2));
+          if (reduced[f]) {
+            replicaDrops++;
+          }
+        } else if (action == 3) {
+          Path copy = new Path("/soak/f" + f + ".next");
+          try (var out = writer.create(copy, true)) {
+            out.write(data[f]);
+          }
+          epochs.incrementAndGet(f);
+          writer.rename(copy, path, Options.Rename.OVERWRITE);
+          reduced[f] = false;
+          replacements++;
+        } else {
+          try (var out = writer.append(path)) {
             out.write(new byte[1 + r.nextInt(100)]);
           }
           appends++;
         }
         maxFds = Math.max(maxFds, scr.cacheStats().openFds());
-        // Within the budget, and near the capacity: only leased replicas (at most one per
-        // thread) may exceed it, each with two fds, plus those the closer has not closed yet.
-        assertTrue(maxFds <= scr.cacheStats().fdBudget(), "fds over budget: " + maxFds);
-        assertTrue(maxFds <= 2L * (capacity + threads.size()), "fds far over capacity: " + maxFds);
-        TimeUnit.MILLISECONDS.sleep(50); // pace of invalidations and sampling
+        assertTrue(maxFds <= budget, "fds over budget: " + maxFds + ", " + scr.cacheStats());
+        TimeUnit.MILLISECONDS.sleep(20); // pace of invalidations and sampling
       }
       stop.set(true);
       for (Thread t : threads) {
@@ -659,21 +719,47 @@ abstract class AbstractFaultTest {
         assertFalse(t.isAlive(), t.getName() + " hangs");
       }
       LeaseCacheStats s = scr.cacheStats();
+      // Invalidations the client met: a cached replica whose slot the DataNode cleared (STALE) or
+      // whose generation stamp moved (INVALIDATED), or a request for a replaced block the
+      // DataNode no longer has (BLOCK_REFUSED). With a working set four times the cache most old
+      // replicas are evicted before the DataNode deletes them, so refusals are the common case.
+      long observed =
+          s.removalCount(RemovalCause.STALE)
+              + s.removalCount(RemovalCause.INVALIDATED)
+              + scr.fallbackCount(FallbackReason.BLOCK_REFUSED);
       System.out.printf(
-          "soak: %d reads, %d appends, max fds %d (budget %d), hits %d, misses %d, evictions %d,"
-              + " invalidations %d, fallbacks %s%n",
+          "soak: %d reads, %d replica drops, %d replacements, %d appends, %d reads raced a"
+              + " replacement, max fds %d"
+              + " (budget %d), hits %d, misses %d, evictions %d, invalidations met %d (stale %d,"
+              + " invalidated %d, refused %d), fallbacks %s%n",
           reads.get(),
+          replicaDrops,
+          replacements,
           appends,
+          raced.get(),
           maxFds,
           s.fdBudget(),
           s.hitCount(),
           s.missCount(),
           s.evictionCount(),
-          s.invalidationCount(),
+          observed,
+          s.removalCount(RemovalCause.STALE),
+          s.removalCount(RemovalCause.INVALIDATED),
+          scr.fallbackCount(FallbackReason.BLOCK_REFUSED),
           scr.metricsSnapshot().fallbacks());
       assertEquals(0, mismatches.get(), "bytes differ from what was written");
       assertTrue(errors.isEmpty(), errors.size() + " errors, first: " + errors.peek());
       assertTrue(reads.get() > 1000, "too few reads to mean anything: " + reads.get());
+      assertTrue(
+          replicaDrops + replacements >= 4,
+          "too few invalidations to mean anything: "
+              + replicaDrops
+              + " replica drops, "
+              + replacements
+              + " replacements");
+      assertTrue(observed >= 1, "no invalidation reached the client");
+      assertTrue(
+          raced.get() * 10 <= reads.get(), "most reads must not race: " + raced.get() + " raced");
       assertTrue(s.entryCount() <= capacity, s.toString());
     }
     assertNoScrLeaks(before);

@@ -28,6 +28,7 @@ import java.io.FileDescriptor;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -269,6 +270,9 @@ public final class ReplicaManager implements Closeable {
     if (cause instanceof InterruptedIOException) {
       throw (InterruptedIOException) cause;
     }
+    if (cause instanceof ClosedByInterruptException) {
+      throw (ClosedByInterruptException) cause;
+    }
     FallbackReason reason;
     if (cause instanceof DomainConnectException) {
       reason = FallbackReason.CONNECT_FAILED;
@@ -359,7 +363,10 @@ public final class ReplicaManager implements Closeable {
             path,
             TimeUnit.NANOSECONDS.toSeconds(nanos));
       }
-    } else if (!(e instanceof InvalidToken) && !(e instanceof InterruptedIOException)) {
+    } else if (!(e instanceof InvalidToken)
+        && !(e instanceof InterruptedIOException)
+        // An interrupted reader (HBase interrupts its handlers) says nothing about the path.
+        && !(e instanceof ClosedByInterruptException)) {
       long nanos = backoff.recordFailure(path, FailureClass.IO, e.toString());
       LOG.warn(
           "short-circuit request to {} failed ({}); backing off for {} s",
