@@ -39,17 +39,17 @@ final class FdBudgetWarning {
     this.stats = stats;
   }
 
-  /** Called once per FD_BUDGET fallback, on the reading thread. */
-  void fallback() {
+  /** Called once per FD_BUDGET fallback, on the reading thread; true if it logged the warning. */
+  boolean fallback() {
     long last = lastWarning.get();
     long now = ticker.read();
     if (last != Long.MIN_VALUE && now - last < INTERVAL_NANOS) {
       suppressed.incrementAndGet();
-      return;
+      return false;
     }
     if (!lastWarning.compareAndSet(last, now)) {
       suppressed.incrementAndGet();
-      return;
+      return false;
     }
     long since = suppressed.getAndSet(0);
     LeaseCacheStats s = stats.get();
@@ -68,5 +68,11 @@ final class FdBudgetWarning {
         since > 0 ? "; " + since + " more fallbacks since the last warning" : "",
         limit < 0 ? "unknown" : Long.toString(limit),
         ScrKeys.CACHE_FD_BUDGET.name());
+    return true;
+  }
+
+  /** Fallbacks not logged since the last warning. */
+  long suppressedSinceLastWarning() {
+    return suppressed.get();
   }
 }

@@ -1,11 +1,13 @@
 package io.scr.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.metrics.ProcessFds;
+import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
 
@@ -44,6 +46,24 @@ class FdBudgetKeyTest {
       LeaseCacheStats s = scr.cacheStats();
       assertEquals(10, s.fdBudget());
       assertEquals(5, s.capacity());
+    }
+  }
+
+  @Test
+  void theFdBudgetWarningIsLoggedOnceThenAtMostEveryFiveMinutes() {
+    long[] now = {0};
+    try (ScrClient scr = ScrClient.acquire(conf("fd-budget-warning"))) {
+      FdBudgetWarning w = new FdBudgetWarning("test", () -> now[0], scr::cacheStats);
+      assertTrue(w.fallback(), "the first fallback warns");
+      for (int i = 0; i < 1000; i++) {
+        now[0] += TimeUnit.MILLISECONDS.toNanos(100);
+        assertFalse(w.fallback(), "fallback " + i + " within 5 minutes of the warning");
+      }
+      assertEquals(1000, w.suppressedSinceLastWarning());
+      now[0] = FdBudgetWarning.INTERVAL_NANOS;
+      assertTrue(w.fallback(), "5 minutes after the first warning, the next one");
+      assertEquals(0, w.suppressedSinceLastWarning(), "the warning reports and resets the count");
+      assertFalse(w.fallback());
     }
   }
 
