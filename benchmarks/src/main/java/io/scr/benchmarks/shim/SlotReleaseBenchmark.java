@@ -2,6 +2,7 @@ package io.scr.benchmarks.shim;
 
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.shm.Segment;
 import io.scr.shm.ShmId;
 import io.scr.shm.SlotId;
 import io.scr.testing.DataNodeMode;
@@ -35,9 +36,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * of the whole batch, µs; divide by {@code batch} for the cost per slot.
  *
  * <p>Before each invocation (not measured) {@code batch} slots of a segment the DataNode gave this
- * client (op 89) are registered with op 87 on the file's only block, as a read would; the
- * invocation then releases them all on one pooled connection, as {@code DataNodeEndpoint.release}
- * does. The DataNode runs in this JVM on the same 2 cores, so each round trip includes its side.
+ * client (op 89, mapped here) are marked VALID and registered with op 87 on the file's only block,
+ * as a read would; the invocation then releases them all on one pooled connection, as {@code
+ * DataNodeEndpoint.release} does. The DataNode runs in this JVM on the same 2 cores, so each round
+ * trip includes its side.
  *
  * <pre>
  * ./scr bench 'SlotReleaseBenchmark'
@@ -77,6 +79,7 @@ public class SlotReleaseBenchmark {
   private MiniDfs dfs;
   private DomainSocketPool pool;
   private ShortCircuitExchanges.ShmGrant segment;
+  private Segment mapped;
   private String path;
   private LocatedBlock block;
   private final List<SlotId> slots = new ArrayList<>();
@@ -92,7 +95,9 @@ public class SlotReleaseBenchmark {
     path = dfs.socketPath(0);
     pool = DomainSocketPool.newBuilder().build();
     segment = ShortCircuitExchanges.requestShm(pool, path, "slot-release-bench");
-    new FileInputStream(segment.fd()).close(); // only the id is needed; the connection keeps it
+    try (FileInputStream shmFile = new FileInputStream(segment.fd())) {
+      mapped = Segment.map(segment.shmId(), segment.fd(), (int) shmFile.getChannel().size());
+    }
     ShmId shm = segment.shmId();
     for (int i = 0; i < batch; i++) {
       slots.add(SlotId.of(shm, i));
@@ -104,6 +109,8 @@ public class SlotReleaseBenchmark {
   public void register() throws IOException {
     FileDescriptor[] fds = new FileDescriptor[2];
     for (SlotId slot : slots) {
+      // As a client does before op 87: the DataNode registers only a slot marked VALID.
+      mapped.slot(slot.index()).makeValid();
       ShortCircuitExchanges.requestFds(
           pool, path, block.getBlock(), block.getBlockToken(), slot, fds);
       new FileInputStream(fds[0]).close();
@@ -115,6 +122,9 @@ public class SlotReleaseBenchmark {
   public void tearDown() {
     if (segment != null) {
       segment.connection().close();
+    }
+    if (mapped != null) {
+      mapped.close();
     }
     if (pool != null) {
       pool.close();
