@@ -170,6 +170,16 @@ abstract class AbstractNoShmTest {
               .filter(s -> s.failureClass() == FailureClass.SHM)
               .collect(Collectors.toList());
       assertEquals(1, shm.size(), "one SHM backoff with its reason: " + scr.backoffStatus());
+      if ("missing".equals(state)) {
+        // The slot pool retries a failed fetch after 100 ms, 200 ms, ...: during the SHM backoff
+        // (60 s) it must not ask the DataNode again.
+        TimeUnit.MILLISECONDS.sleep(800); // three retries' worth; asserting that none happened
+        shm =
+            scr.backoffStatus().stream()
+                .filter(s -> s.failureClass() == FailureClass.SHM)
+                .collect(Collectors.toList());
+        assertEquals(1, shm.get(0).failures(), "one segment request per SHM backoff: " + shm);
+      }
       assertTrue(shm.get(0).failures() >= 1, shm.toString());
       String reason = shm.get(0).lastReason();
       assertTrue(!reason.isEmpty(), "the reason must be named: " + shm);

@@ -171,10 +171,13 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     if (closed) {
       throw new IOException("endpoint " + path + " is closed");
     }
-    if (backoff.isBackingOff(path)) {
-      // The pool refills in the background; it must not keep knocking on a socket that failed.
+    if (backoff.isBackingOff(path) || backoff.isBackingOff(path, FailureClass.SHM)) {
+      // The pool refills in the background; it must not keep knocking on a socket that failed,
+      // nor ask for segments before the SHM backoff (scr.backoff.shm.seconds) is over: its own
+      // retries start at 100 ms.
       firstSegment.complete(null);
-      throw new IOException("DataNode socket " + path + " is backing off after a failure");
+      throw new IOException(
+          "DataNode socket " + path + " is backing off after a failure; no segment requested");
     }
     ShortCircuitExchanges.ShmGrant grant;
     try {
