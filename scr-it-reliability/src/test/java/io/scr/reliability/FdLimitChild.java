@@ -45,7 +45,7 @@ final class FdLimitChild {
   static final String FAILED = "FD-LIMIT-CHILD-FAILED ";
 
   /** The fd limit the child runs under: low, but above what the JVM and the client need. */
-  static final long CHILD_LIMIT = 256;
+  static final long CHILD_LIMIT = 384;
 
   private FdLimitChild() {}
 
