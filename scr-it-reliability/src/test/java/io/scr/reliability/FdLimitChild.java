@@ -167,6 +167,8 @@ final class FdLimitChild {
       p.waitFor(10, TimeUnit.SECONDS);
     }
     pump.join(10_000);
+    Files.deleteIfExists(confFile.toPath());
+    Files.deleteIfExists(dir.toPath());
     synchronized (lines) {
       return new Result(p.isAlive() ? -1 : p.exitValue(), new ArrayList<>(lines));
     }
