@@ -108,11 +108,26 @@ public final class SlotPool implements AutoCloseable {
   /** Slots in a stock segment; the growth estimate until the first segment arrives. */
   private static final int STOCK_SLOTS_PER_SEGMENT = 128;
 
+  /** Slots per word of a free bitmap: at most this many allocations between two level checks. */
+  private static final int SLOTS_PER_CHECK = 64;
+
   private final String name;
   private final SegmentSource source;
   private final SlotReleaser releaser;
   private final LongSupplier ticker;
   private final int lowWatermark;
+
+  /**
+   * Free + pending + in-flight below which the refill thread fetches: the low watermark plus one
+   * check interval. Allocators check the level only when they empty a 64-slot word of a segment's
+   * free bitmap (a per-allocation scan would put every segment's bitmap on the hot path), so the
+   * level can drop by up to 64 between two checks. Fetching at {@code lowWatermark} alone let a
+   * 128-slot segment read 64 (not below) at one check and 0 at the next: the allocation after every
+   * segment's last slot waited for a whole fetch (ReplicaOpenBenchmark, up to 50 ms). Zero when the
+   * low watermark is zero (fetch on demand only).
+   */
+  private final int refillLevel;
+
   private final int highWatermark;
   private final int maxSegments;
   private final long maxAllocationWaitNanos;
@@ -189,6 +204,7 @@ public final class SlotPool implements AutoCloseable {
     this.releaser = b.releaser;
     this.ticker = b.ticker;
     this.lowWatermark = b.lowWatermark;
+    this.refillLevel = b.lowWatermark == 0 ? 0 : b.lowWatermark + SLOTS_PER_CHECK;
     this.highWatermark = b.highWatermark;
     this.maxSegments = b.maxSegments;
     this.maxAllocationWaitNanos = b.maxAllocationWait.toNanos();
@@ -744,7 +760,10 @@ public final class SlotPool implements AutoCloseable {
 
   // ------------------------------------------------------------------ background work
 
-  /** A free word ran dry (once per 64 allocations): make sure the pool grows if it runs low. */
+  /**
+   * A free word ran dry (once per {@value #SLOTS_PER_CHECK} allocations): make sure the pool grows
+   * if it runs low. See {@link #refillLevel}.
+   */
   void onFreeWordExhausted() {
     checkWatermark();
   }
@@ -894,7 +913,7 @@ public final class SlotPool implements AutoCloseable {
       PooledSegment candidate = null;
       // Allocation packs low indexes, so the emptiest segments are at the end.
       for (int i = segments.length - 1; i >= 0; i--) {
-        if (segments[i].isEmpty() && free - segments[i].slotCount >= lowWatermark) {
+        if (segments[i].isEmpty() && free - segments[i].slotCount >= refillLevel) {
           candidate = segments[i];
           break;
         }
@@ -955,12 +974,12 @@ public final class SlotPool implements AutoCloseable {
       return false;
     }
     if (segmentsWanted.get() > 0) {
-      if (waiting.get() > 0 || freeSlots() < lowWatermark) {
+      if (waiting.get() > 0 || freeSlots() < refillLevel) {
         return true;
       }
       segmentsWanted.set(0); // the waiters were served otherwise
     }
-    return !atLeastAvailable(lowWatermark);
+    return !atLeastAvailable(refillLevel);
   }
 
   /** Free + pending + in-flight ≥ n; scans from the emptiest segments and stops early. */
@@ -983,6 +1002,7 @@ public final class SlotPool implements AutoCloseable {
   }
 
   private void refillLoop() {
+    int failuresInARow = 0;
     long backoff = initialBackoffNanos;
     long nextFetchAt = ticker.getAsLong();
     while (!closed) {
@@ -1005,11 +1025,24 @@ public final class SlotPool implements AutoCloseable {
         segmentFetchFailures.incrementAndGet();
         lastFetchFailure = e;
         nextFetchAt = ticker.getAsLong() + backoff;
-        LOG.warn(
-            "Fetching a shared-memory segment for {} failed; retrying in {} ms",
-            name,
-            TimeUnit.NANOSECONDS.toMillis(backoff),
-            e);
+        // The first failure of a streak is a warning with its cause; the retries of the same
+        // streak (every few seconds while, say, the DataNode refuses shared memory) are debug.
+        if (failuresInARow++ == 0) {
+          LOG.warn(
+              "Fetching a shared-memory segment for {} failed; retrying in {} ms (later failures"
+                  + " in a row are logged at DEBUG)",
+              name,
+              TimeUnit.NANOSECONDS.toMillis(backoff),
+              e);
+        } else if (LOG.isDebugEnabled()) {
+          LOG.debug(
+              "Fetching a shared-memory segment for {} failed again ({} in a row); retrying in {}"
+                  + " ms: {}",
+              name,
+              failuresInARow,
+              TimeUnit.NANOSECONDS.toMillis(backoff),
+              e.toString());
+        }
         backoff = Math.min(maxBackoffNanos, backoff * 2);
         continue;
       }
@@ -1018,6 +1051,13 @@ public final class SlotPool implements AutoCloseable {
         lastFetchFailure = new IOException("segment source returned " + segment);
         nextFetchAt = ticker.getAsLong() + backoff;
         continue;
+      }
+      if (failuresInARow > 0) {
+        LOG.info(
+            "Fetching shared-memory segments for {} works again after {} failures",
+            name,
+            failuresInARow);
+        failuresInARow = 0;
       }
       backoff = initialBackoffNanos;
       segmentFetches.incrementAndGet();
@@ -1319,8 +1359,10 @@ public final class SlotPool implements AutoCloseable {
     }
 
     /**
-     * Free slots the pool keeps ready (counting releases in flight): below this the refill thread
-     * fetches a segment. Default 64 (half a stock segment).
+     * Free slots the pool keeps ready (counting releases in flight). The level is checked once per
+     * 64 allocations, so the refill thread fetches a segment when fewer than this plus 64 are left
+     * and the watermark holds between checks. Default 64 (half a stock segment); 0 fetches only
+     * when a caller finds the pool empty.
      */
     public Builder lowWatermark(int slots) {
       this.lowWatermark = requireNonNegative(slots, "lowWatermark");

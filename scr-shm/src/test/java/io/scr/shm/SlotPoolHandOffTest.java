@@ -269,7 +269,7 @@ class SlotPoolHandOffTest {
     SlotPool pool =
         track(
             SlotPool.newBuilder("grow", source, stalled)
-                .lowWatermark(200)
+                .lowWatermark(136) // fetches below 136 + 64 = 200: two segments
                 .maxSegments(8)
                 .maxReleaseBatch(1000)
                 .maxAllocationWait(Duration.ofSeconds(20))

@@ -237,7 +237,9 @@ class SlotPoolTest {
             throw new IOException("transient " + n);
           }
         });
-    SlotPool pool = track(builder().maxAllocationWait(Duration.ofSeconds(10)).build());
+    // Watermark 1: one 128-slot segment covers it (and the 64 between checks) after an allocation.
+    SlotPool pool =
+        track(builder().lowWatermark(1).maxAllocationWait(Duration.ofSeconds(10)).build());
     assertTrue(pool.allocate().isValid());
     assertEquals(3, pool.stats().segmentFetchFailures());
     assertEquals(1, pool.stats().segmentFetches());
@@ -440,5 +442,27 @@ class SlotPoolTest {
       throw new AssertionError(e.getCause());
     }
     never.countDown();
+  }
+
+  /**
+   * The level is checked once per 64 allocations (when a free bitmap word runs dry), so the pool
+   * must fetch before it is down to the watermark, not at it: with the default watermark of 64 and
+   * 128-slot segments it used to see 64 (not below) after half a segment, and the caller after the
+   * segment's last slot waited for a whole fetch.
+   */
+  @Test
+  void theNextSegmentIsFetchedWhileTheWatermarkStillHolds() throws Exception {
+    SlotPool pool = track(builder().lowWatermark(64).build());
+    await("the first segment", () -> pool.stats().segmentFetches() == 1);
+    List<Slot> held = new ArrayList<>();
+    for (int i = 0; i < 64; i++) {
+      held.add(pool.allocate());
+    }
+    await(
+        "a second segment while 64 slots of the first are still free",
+        () -> pool.stats().segmentFetches() == 2);
+    for (Slot slot : held) {
+      pool.release(slot);
+    }
   }
 }

@@ -65,17 +65,6 @@ public final class ReplicaManager implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaManager.class);
   private static final AtomicInteger THREAD_IDS = new AtomicInteger();
 
-  /**
-   * Added to {@code scr.client.slot-pool.low-watermark} when building a {@link SlotPool}. The pool
-   * checks its watermark only when an allocation empties a 64-slot word of a segment's bitmap, so
-   * it sees the free count in steps of 64: with stock 128-slot segments and a watermark of 64 it
-   * saw 64 (not below) and then 0, and the allocation after every segment's last slot waited for a
-   * whole segment fetch (ReplicaOpenBenchmark, 1 thread: about 15 waits per 2048 opens, up to 50
-   * ms; with this, 0 to 3). Asking for the watermark plus one check interval keeps the configured
-   * number of slots ready between two checks.
-   */
-  static final int WATERMARK_CHECK_SLOTS = 64;
-
   private final String name;
   private final DomainSocketPool pool;
   private final PeerExtensions extensions;
@@ -417,7 +406,7 @@ public final class ReplicaManager implements Closeable {
           return t;
         };
     return SlotPool.newBuilder(poolName, endpoint, endpoint)
-        .lowWatermark(slotLowWatermark + WATERMARK_CHECK_SLOTS)
+        .lowWatermark(slotLowWatermark)
         .maxAllocationWait(slotWait)
         .ticker(ticker::read)
         .threadFactory(tf)
