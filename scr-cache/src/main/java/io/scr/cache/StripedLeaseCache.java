@@ -168,8 +168,8 @@ final class StripedLeaseCache<K, V extends CachedValue>
   }
 
   /**
-   * The hit path: a leased node holding a valid value, or null (a stale entry found here is retired
-   * on the way out, so the miss path loads afresh).
+   * The hit path: a leased node holding a valid value, or null (nothing changed: a stale entry is
+   * left to the miss path, which retires it and loads afresh).
    *
    * <p>The lease is taken <em>before</em> {@link CachedValue#isValid()} is asked: a value is never
    * closed while leased, so validity is only ever checked on an open value. The other order let a
@@ -185,7 +185,6 @@ final class StripedLeaseCache<K, V extends CachedValue>
           hits.increment();
           return n;
         }
-        retire(n, RemovalCause.STALE);
         release(n);
       }
     }
