@@ -43,6 +43,7 @@ final class Targets {
   }
 
   static final String PREAD = "PreadBenchmark.pread";
+  static final String PAIR = "PreadPairBenchmark.pair";
   static final String SCAN = "ScanBenchmark.scan1m";
   static final String OPEN = "ReplicaOpenBenchmark.firstRead";
   static final String ODYSSEY = "OdysseyBenchmark.pread4k";
@@ -62,6 +63,14 @@ final class Targets {
             Direction.AT_MOST,
             1.5,
             "µs/op ratio, " + PREAD));
+    out.add(
+        new Target(
+            "random 4 KiB pread, raw and scr side by side in one fork: SCR_FILESYSTEM / RAW_PREAD",
+            pairRatio(rows),
+            "x",
+            Direction.AT_MOST,
+            1.5,
+            "pair:scr / pair:raw µs/op, " + PAIR + " (one fork: its speed cancels out)"));
     out.add(
         new Target(
             "random 4 KiB pread, 1 thread: speed-up over STOCK_SCR_TUNED",
@@ -187,6 +196,15 @@ final class Targets {
   /** Reads per µs of all threads together: {@code threads / (µs per read per thread)}. */
   private static double throughput(List<Row> rows, String adapter, int threads) {
     return threads / score(rows, PREAD, adapter, threads, "4096");
+  }
+
+  /** {@code pair:scr / pair:raw} of the last {@link #PAIR} result, or NaN. */
+  private static double pairRatio(List<Row> rows) {
+    return rows.stream()
+        .filter(r -> r.group().equals(PAIR))
+        .reduce((a, b) -> b)
+        .map(r -> r.secondaryScore("scr") / r.secondaryScore("raw"))
+        .orElse(Double.NaN);
   }
 
   private static double hitRate(List<Row> rows, String adapter) {

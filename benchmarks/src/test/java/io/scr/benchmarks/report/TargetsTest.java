@@ -56,7 +56,13 @@ class TargetsTest {
                   "STOCK_SCR_DEFAULT",
                   4,
                   "\"lookups\" : { \"score\" : 1000.0 }, \"misses\" : { \"score\" : 750.0 }",
-                  1e4))
+                  1e4),
+              """
+              { "benchmark" : "io.scr.benchmarks.read.PreadPairBenchmark.pair", "mode" : "avgt",
+                "threads" : 2, "params" : { "readSize" : "4096" },
+                "primaryMetric" : { "score" : 1.56, "scoreError" : 0.1, "scoreUnit" : "us/op" },
+                "secondaryMetrics" : { "raw" : { "score" : 1.2 }, "scr" : { "score" : 1.92 } } }
+              """)
           + "]";
 
   @Test
@@ -68,6 +74,11 @@ class TargetsTest {
         byName.get("random 4 KiB pread, 1 thread: SCR_FILESYSTEM time / RAW_PREAD time");
     assertEquals(1.4, raw.measured(), 1e-9);
     assertEquals("met", raw.status());
+    Targets.Target pair =
+        byName.get(
+            "random 4 KiB pread, raw and scr side by side in one fork: SCR_FILESYSTEM / RAW_PREAD");
+    assertEquals(1.6, pair.measured(), 1e-9);
+    assertEquals("**missed**", pair.status());
     assertEquals(
         "met", byName.get("random 4 KiB pread, 1 thread: speed-up over STOCK_SCR_TUNED").status());
     Targets.Target hbase =
