@@ -21,10 +21,11 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * The ratio of {@code SCR_FILESYSTEM} to {@code RAW_PREAD} for random 4 KiB preads, both measured
- * in the same fork at the same time: one thread reads the block files with {@code FileChannel}
- * preads while another reads the same file through {@code ScrFileSystem} (JMH group {@code pair};
- * secondary scores {@code pair:raw} and {@code pair:scr}, µs per read).
+ * The ratio of an scr path ({@code ScrFileSystem} or the accessor, mode A or B) to {@code
+ * RAW_PREAD} for random 4 KiB preads, both measured in the same fork at the same time: one thread
+ * reads the block files with {@code FileChannel} preads while another reads the same file through
+ * the scr path (JMH group {@code pair}; secondary scores {@code pair:raw} and {@code pair:scr}, µs
+ * per read).
  *
  * <p>Why: {@link PreadBenchmark} measures each path in its own fork, and on the 2-core virtual
  * machine this project is built on a fork's speed moves by tens of percent (RAW_PREAD ran 0.98-1.23
@@ -46,6 +47,10 @@ public class PreadPairBenchmark {
   private static final String FILE = "/bench/pread-pair";
   private static final int SEQUENCE = 1 << 14;
 
+  /** The scr path read beside {@code RAW_PREAD}: ScrFileSystem or the accessor, mode A or B. */
+  @Param({"SCR_FILESYSTEM", "SCR_ACCESSOR", "SCR_FILESYSTEM_SHIM", "SCR_ACCESSOR_SHIM"})
+  ReadPathType path;
+
   @Param({"4096"})
   int readSize;
 
@@ -57,12 +62,7 @@ public class PreadPairBenchmark {
   public void setUp() throws IOException {
     scrFile =
         BenchFile.create(
-            ReadPathType.SCR_FILESYSTEM,
-            FILE,
-            PreadBenchmark.BLOCK_SIZE,
-            PreadBenchmark.BLOCKS,
-            c -> {},
-            c -> {});
+            path, FILE, PreadBenchmark.BLOCK_SIZE, PreadBenchmark.BLOCKS, c -> {}, c -> {});
     raw = ReadPathType.RAW_PREAD.open(scrFile.dfs, FILE);
     ReadPathType.Buffer buf = new ReadPathType.Buffer(1 << 20);
     for (long pos = 0; pos + buf.array().length <= scrFile.length; pos += buf.array().length) {

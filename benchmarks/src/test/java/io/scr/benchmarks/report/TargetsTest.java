@@ -59,7 +59,7 @@ class TargetsTest {
                   1e4),
               """
               { "benchmark" : "io.scr.benchmarks.read.PreadPairBenchmark.pair", "mode" : "avgt",
-                "threads" : 2, "params" : { "readSize" : "4096" },
+                "threads" : 2, "params" : { "path" : "SCR_FILESYSTEM", "readSize" : "4096" },
                 "primaryMetric" : { "score" : 1.56, "scoreError" : 0.1, "scoreUnit" : "us/op" },
                 "secondaryMetrics" : { "raw" : { "score" : 1.2 }, "scr" : { "score" : 1.92 } } }
               """)
@@ -76,9 +76,16 @@ class TargetsTest {
     assertEquals("met", raw.status());
     Targets.Target pair =
         byName.get(
-            "random 4 KiB pread, raw and scr side by side in one fork: SCR_FILESYSTEM / RAW_PREAD");
+            "random 4 KiB pread, side by side with RAW_PREAD in one fork: SCR_FILESYSTEM / RAW_PREAD");
     assertEquals(1.6, pair.measured(), 1e-9);
     assertEquals("**missed**", pair.status());
+    assertEquals(
+        "not measured",
+        byName
+            .get(
+                "random 4 KiB pread, side by side with RAW_PREAD in one fork: SCR_ACCESSOR /"
+                    + " RAW_PREAD")
+            .status());
     assertEquals(
         "met", byName.get("random 4 KiB pread, 1 thread: speed-up over STOCK_SCR_TUNED").status());
     Targets.Target hbase =
