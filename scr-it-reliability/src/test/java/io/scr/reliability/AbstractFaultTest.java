@@ -387,9 +387,12 @@ abstract class AbstractFaultTest {
           maxEntries <= capacity + readers.size(),
           "entries " + maxEntries + " > capacity " + capacity + " + " + readers.size());
       assertTrue(maxFds <= budget, "fds " + maxFds + " > budget " + budget);
+      // The budget must bind: misses either evict an idle replica or, when every cached replica
+      // is leased at that moment, fall back as FD_BUDGET. Which one happens is timing (six
+      // readers, two replicas): two CI runs saw only fallbacks (10 FD_BUDGET, 0 evictions).
       assertTrue(
-          s.evictionCount() > 0,
-          "a working set of 12 blocks must evict: "
+          s.evictionCount() > 0 || scr.fallbackCount(FallbackReason.FD_BUDGET) > 0,
+          "a working set of 12 blocks over a 2-replica budget must evict or fall back: "
               + s
               + ", fallbacks "
               + scr.metricsSnapshot().fallbacks()
