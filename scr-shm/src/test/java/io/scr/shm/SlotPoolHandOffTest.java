@@ -229,12 +229,15 @@ class SlotPoolHandOffTest {
     }
     CompletableFuture<Slot> first = allocateOn("waiter-1", pool);
     awaitParked("waiter-1");
-    CompletableFuture<Slot> second = allocateOn("waiter-2", pool);
-    awaitParked("waiter-2");
 
     Slot a = held.remove(0);
-    pool.release(a); // waiter-1 tells it and hangs in the releaser
+    pool.release(a); // waiter-1, the only waiter, tells it and hangs in the releaser
     assertTrue(firstInReleaser.await(10, TimeUnit.SECONDS));
+    // waiter-2 arrives only now: parked next to waiter-1, it could have told the release first
+    // (a waiter that is not the oldest tells pending releases when its park times out), and then
+    // nobody would be stuck. waiter-1 stays the oldest waiter while it is in the releaser.
+    CompletableFuture<Slot> second = allocateOn("waiter-2", pool);
+    awaitParked("waiter-2");
     Slot b = held.remove(0);
     Slot c = held.remove(0);
     pool.release(b);
