@@ -2,6 +2,7 @@ package io.scr.benchmarks.read;
 
 import io.scr.testing.MiniDfs;
 import java.io.IOException;
+import java.util.SplittableRandom;
 import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 
@@ -69,6 +70,20 @@ final class BenchFile implements AutoCloseable {
       reader.readFully(pos, buf);
       check(pos, buf);
     }
+  }
+
+  /**
+   * {@code count} uniform random offsets of {@code readSize}-byte reads in this file, seeded, none
+   * aligned to a 512-byte checksum chunk (an aligned offset is moved by one byte).
+   */
+  long[] randomOffsets(int readSize, int seed, int count) {
+    SplittableRandom random = new SplittableRandom(seed);
+    long[] offsets = new long[count];
+    for (int i = 0; i < count; i++) {
+      long off = random.nextLong(length - readSize);
+      offsets[i] = off % 512 == 0 ? off + 1 : off;
+    }
+    return offsets;
   }
 
   /** Throws when {@code buf} does not hold the file's bytes at {@code pos}. */

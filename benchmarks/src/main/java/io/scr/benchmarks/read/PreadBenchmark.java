@@ -1,7 +1,6 @@
 package io.scr.benchmarks.read;
 
 import java.io.IOException;
-import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -82,17 +81,15 @@ public class PreadBenchmark {
   @State(Scope.Thread)
   public static class ThreadReads {
     ReadPathType.Buffer buf;
-    final long[] offsets = new long[SEQUENCE];
+    long[] offsets;
     int next;
 
     @Setup(Level.Trial)
     public void setUp(PreadBenchmark bench) {
       buf = new ReadPathType.Buffer(bench.readSize);
-      SplittableRandom random = new SplittableRandom(13 + bench.threadSeeds.getAndIncrement());
-      for (int i = 0; i < SEQUENCE; i++) {
-        long off = random.nextLong(bench.file.length - bench.readSize);
-        offsets[i] = off % 512 == 0 ? off + 1 : off;
-      }
+      offsets =
+          bench.file.randomOffsets(
+              bench.readSize, 13 + bench.threadSeeds.getAndIncrement(), SEQUENCE);
     }
   }
 

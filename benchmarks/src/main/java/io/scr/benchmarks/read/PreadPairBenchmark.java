@@ -1,7 +1,6 @@
 package io.scr.benchmarks.read;
 
 import java.io.IOException;
-import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -88,17 +87,15 @@ public class PreadPairBenchmark {
   @State(Scope.Thread)
   public static class ThreadReads {
     ReadPathType.Buffer buf;
-    final long[] offsets = new long[SEQUENCE];
+    long[] offsets;
     int next;
 
     @Setup(Level.Trial)
     public void setUp(PreadPairBenchmark bench) {
       buf = new ReadPathType.Buffer(bench.readSize);
-      SplittableRandom random = new SplittableRandom(13 + bench.threadSeeds.getAndIncrement());
-      for (int i = 0; i < SEQUENCE; i++) {
-        long off = random.nextLong(bench.scrFile.length - bench.readSize);
-        offsets[i] = off % 512 == 0 ? off + 1 : off;
-      }
+      offsets =
+          bench.scrFile.randomOffsets(
+              bench.readSize, 13 + bench.threadSeeds.getAndIncrement(), SEQUENCE);
     }
   }
 
