@@ -71,8 +71,12 @@ import org.slf4j.LoggerFactory;
  * low watermark), except within {@value #SURPLUS_HOLD_MILLIS} ms of a caller waiting on a release
  * backlog (so growth and shrinking do not chase each other). {@link #segmentDisconnected} (the
  * DataNode closed the segment's socket) or a failed release invalidates every slot of the segment
- * at once; holders see VALID clear, and the segment is returned once they have all released. Fetch
- * failures back off exponentially.
+ * at once; holders see VALID clear, and the segment is returned once they have all released. A
+ * disconnect reported while its segment is still being fetched (not yet adopted) is remembered
+ * until the fetch ends, and that segment is handed back instead of adopted. Fetch failures back off
+ * exponentially. An {@code Error} in a background thread (from the source, the releaser or the
+ * pool's own bookkeeping) is logged once per streak and the thread keeps running; an {@code Error}
+ * from the releaser gives up the segment like any failed release.
  *
  * <p><b>Lifecycle.</b> {@link Builder#build()} starts both threads, which immediately fetch up to
  * the low watermark. {@link #close()} stops them, invalidates every slot, returns every empty
@@ -94,8 +98,15 @@ public final class SlotPool implements AutoCloseable {
   /** Queued callers spin (yielding) this many rounds before they park. */
   private static final int SPIN_ROUNDS = 16;
 
-  /** A parked caller re-checks at least this often (a safety net; hand-offs unpark it at once). */
-  private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+  /**
+   * A parked caller re-checks at least this often. Only a safety net: every event that can let a
+   * waiter proceed unparks it (a hand-off, the first pending release of a word, the head leaving,
+   * close), so a waiter does not poll; before issue 14 it rescanned every 1 ms.
+   */
+  private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+  /** A background thread that keeps failing waits at most this long before it tries again. */
+  private static final long MAX_FAILURE_PAUSE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   /** The maintenance thread stays awake at least this long after its last pending release. */
   private static final long MIN_LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -156,6 +167,20 @@ public final class SlotPool implements AutoCloseable {
   @GuardedBy("structureLock")
   private final Map<ShmId, PooledSegment> byId = new HashMap<>();
 
+  /**
+   * A fetch is between {@link SegmentSource#fetch()} and {@link #adopt}: a disconnect of an unknown
+   * segment may be of the segment in flight (a source that watches its peer from {@code fetch}).
+   */
+  @GuardedBy("structureLock")
+  private boolean fetching;
+
+  /**
+   * Segments reported disconnected while {@link #fetching} and not in the pool: the fetch in flight
+   * is not adopted if it is one of them. Cleared when the fetch ends, so it stays tiny.
+   */
+  @GuardedBy("structureLock")
+  private final List<ShmId> disconnectedWhileFetching = new ArrayList<>(1);
+
   /** Callers waiting for a slot, oldest first; may hold departed (cancelled) entries. */
   private final ConcurrentLinkedQueue<Waiter> waiterQueue = new ConcurrentLinkedQueue<>();
 
@@ -197,6 +222,8 @@ public final class SlotPool implements AutoCloseable {
   private final AtomicLong releaseFailures = new AtomicLong();
   private final Histogram waitNanos = new ConcurrentHistogram(3);
   private volatile Throwable lastFetchFailure;
+  private final FailureLog refillFailures = new FailureLog();
+  private final FailureLog maintenanceFailures = new FailureLog();
 
   private SlotPool(Builder b) {
     this.name = b.name;
@@ -322,6 +349,11 @@ public final class SlotPool implements AutoCloseable {
     // Queue first, count second: a thread that sees the count also finds the entry.
     waiterQueue.add(me);
     waiting.incrementAndGet();
+    if (refillLevel == 0) {
+      // Low watermark 0: nothing is fetched ahead, so this caller's need is the demand. Asked
+      // after queueing, so the refill thread sees a waiter and fetches (see needsSegment).
+      requestGrowth();
+    }
     long deadline = start + maxAllocationWaitNanos;
     int round = 0;
     while (true) {
@@ -392,7 +424,22 @@ public final class SlotPool implements AutoCloseable {
     }
     waiting.decrementAndGet();
     waiterQueue.remove(me);
+    if (waiting.get() > 0) {
+      // We may have been the head: the next one now tells pending releases itself, so wake it
+      // rather than leave it to its safety-net timeout.
+      unparkFirstWaiting();
+    }
     return true;
+  }
+
+  /** Wakes the oldest waiter still waiting (the queue may start with departed entries). */
+  private void unparkFirstWaiting() {
+    for (Waiter w : waiterQueue) {
+      if (w.isWaiting()) {
+        LockSupport.unpark(w.thread);
+        return;
+      }
+    }
   }
 
   /** A queued caller found a slot itself: leave the queue, or, if handed one meanwhile, pass on. */
@@ -415,29 +462,48 @@ public final class SlotPool implements AutoCloseable {
     return slot;
   }
 
+  /**
+   * The exception for a caller that waited in vain. Cheap on purpose, because exhaustion comes in
+   * bursts (every waiter of an overloaded pool times out at once): no {@link #stats()} snapshot (it
+   * copies the wait histogram), only the few counts the message names, no string formatting, and a
+   * stackless exception (the caller's stack says nothing about why the pool ran dry).
+   */
   private SlotPoolExhaustedException exhausted(long waited) {
-    SlotPoolStats s = stats();
-    return new SlotPoolExhaustedException(
-        String.format(
-            "No free shared-memory slot for %s after waiting %.1f ms (%d free, %d in use, %d"
-                + " awaiting release by the DataNode of which %d being told, %d segments, %d"
-                + " segment fetch failures). The read proceeds without a slot. If this recurs under"
-                + " normal load, raise %s (now %d ms) or %s (now %d slots), or check the"
-                + " DataNode's segment limit.",
-            name,
-            waited / 1e6,
-            s.slotsFree(),
-            s.slotsInUse(),
-            s.slotsPendingRelease(),
-            Math.max(0, inFlight.get()),
-            s.segments(),
-            s.segmentFetchFailures(),
-            MAX_ALLOCATION_WAIT_KEY,
-            TimeUnit.NANOSECONDS.toMillis(maxAllocationWaitNanos),
-            LOW_WATERMARK_KEY,
-            lowWatermark),
-        waited,
-        lastFetchFailure);
+    int told = Math.max(0, inFlight.get());
+    int notFreeNorPending = 0;
+    int pending = 0;
+    for (PooledSegment entry : live) {
+      notFreeNorPending += entry.notFreeNorPendingCount();
+      pending += entry.pendingCount();
+    }
+    StringBuilder m = new StringBuilder(400);
+    m.append("No free shared-memory slot for ")
+        .append(name)
+        .append(" after waiting ")
+        .append(TimeUnit.NANOSECONDS.toMicros(waited) / 1000.0)
+        .append(" ms (")
+        .append(freeSlots())
+        .append(" free, ")
+        .append(Math.max(0, notFreeNorPending - told))
+        .append(" in use, ")
+        .append(pending + told)
+        .append(" awaiting release by the DataNode of which ")
+        .append(told)
+        .append(" being told, ")
+        .append(live.length)
+        .append(" segments, ")
+        .append(segmentFetchFailures.get())
+        .append(" segment fetch failures). The read proceeds without a slot. If this recurs under")
+        .append(" normal load, raise ")
+        .append(MAX_ALLOCATION_WAIT_KEY)
+        .append(" (now ")
+        .append(TimeUnit.NANOSECONDS.toMillis(maxAllocationWaitNanos))
+        .append(" ms) or ")
+        .append(LOW_WATERMARK_KEY)
+        .append(" (now ")
+        .append(lowWatermark)
+        .append(" slots), or check the DataNode's segment limit.");
+    return new SlotPoolExhaustedException(m.toString(), waited, lastFetchFailure);
   }
 
   private SlotPoolClosedException closedException() {
@@ -471,10 +537,8 @@ public final class SlotPool implements AutoCloseable {
     }
     if (waiting.get() > 0) {
       // The oldest waiter tells this release itself rather than wait for a background thread.
-      Waiter head = waiterQueue.peek();
-      if (head != null) {
-        LockSupport.unpark(head.thread);
-      }
+      // The first one still waiting: the head may be a departed entry not yet removed.
+      unparkFirstWaiting();
     }
   }
 
@@ -513,13 +577,28 @@ public final class SlotPool implements AutoCloseable {
    * invalidated at once, nothing more is allocated from it, and it is returned to the source once
    * every holder has released. Called by the source, from any thread.
    *
-   * @return false when the pool does not hold that segment (already returned, or never fetched)
+   * <p>A disconnect may race the fetch of its segment: a source that watches the peer from {@link
+   * SegmentSource#fetch()} can report it before the pool has adopted the segment. Such a report is
+   * remembered while the fetch is in flight, and the segment is then handed back instead of adopted
+   * (counted as disconnected) and another one fetched; without that, the segment would become
+   * allocatable while dead and every replica opened with its slots refused.
+   *
+   * @return false when the pool does not hold that segment (already returned, or never fetched) and
+   *     no fetch is in flight
    */
   public boolean segmentDisconnected(ShmId id) {
     structureLock.lock();
     try {
       PooledSegment entry = byId.get(id);
-      if (entry == null || !kill(entry)) {
+      if (entry == null) {
+        if (fetching && !closed) {
+          disconnectedWhileFetching.add(id);
+          LOG.debug("Segment {} of {} disconnected before the pool adopted it", id, name);
+          return true;
+        }
+        return false;
+      }
+      if (!kill(entry)) {
         return false;
       }
     } finally {
@@ -663,7 +742,9 @@ public final class SlotPool implements AutoCloseable {
     }
     try {
       releaser.release(slots);
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException | Error e) {
+      // An Error too: rethrown, it would leave the taken slots neither free nor pending, and the
+      // segment could never be returned. Whether the DataNode heard is unknown either way.
       releaseFailures.incrementAndGet();
       LOG.warn(
           "Releasing {} slots of segment {} of {} failed; giving up the segment as stock does",
@@ -807,6 +888,9 @@ public final class SlotPool implements AutoCloseable {
       maintenanceWake.set(false);
       try {
         long parkNanos = maintainOnce();
+        if (maintenanceFailures.inARow() > 0) {
+          maintenanceFailures.succeeded(LOG, "Slot pool " + name + " maintenance");
+        }
         if (closed || maintenanceWake.get() || parkNanos < 0) {
           continue;
         }
@@ -832,8 +916,15 @@ public final class SlotPool implements AutoCloseable {
         maintenanceIdle = false;
       } catch (RuntimeException | Error e) {
         maintenanceIdle = false;
-        LOG.error("Slot pool {} maintenance failed; retrying", name, e);
-        LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
+        // Logged once per streak (then once a minute), not a stack trace every pass.
+        long pause =
+            maintenanceFailures.failed(
+                LOG,
+                "Slot pool " + name + " maintenance",
+                e,
+                ticker.getAsLong(),
+                MAX_FAILURE_PAUSE_NANOS);
+        LockSupport.parkNanos(this, pause);
       }
     }
   }
@@ -1001,7 +1092,30 @@ public final class SlotPool implements AutoCloseable {
     return false;
   }
 
+  /**
+   * The refill thread. A failure outside a fetch (an {@code Error} in bookkeeping, or thrown by
+   * {@link SegmentSource#returnSegment}) is logged once (rate-limited) and the loop goes on: a dead
+   * refill thread would leave the pool unable to grow, silently.
+   */
   private void refillLoop() {
+    while (!closed) {
+      try {
+        refillUntilClosed();
+      } catch (RuntimeException | Error e) {
+        endFetch();
+        long pause =
+            refillFailures.failed(
+                LOG,
+                "Slot pool " + name + " refill thread",
+                e,
+                ticker.getAsLong(),
+                MAX_FAILURE_PAUSE_NANOS);
+        LockSupport.parkNanos(this, pause);
+      }
+    }
+  }
+
+  private void refillUntilClosed() {
     int failuresInARow = 0;
     long backoff = initialBackoffNanos;
     long nextFetchAt = ticker.getAsLong();
@@ -1019,15 +1133,24 @@ public final class SlotPool implements AutoCloseable {
         continue;
       }
       Segment segment;
+      startFetch();
       try {
         segment = source.fetch();
-      } catch (IOException | RuntimeException e) {
+      } catch (IOException | RuntimeException | Error e) {
+        // An Error (OutOfMemoryError, LinkageError from the native stack) is a failed fetch too:
+        // the refill thread must outlive it, or the pool silently never grows again.
+        endFetch();
         segmentFetchFailures.incrementAndGet();
         lastFetchFailure = e;
         nextFetchAt = ticker.getAsLong() + backoff;
         // The first failure of a streak is a warning with its cause; the retries of the same
         // streak (every few seconds while, say, the DataNode refuses shared memory) are debug.
-        if (failuresInARow++ == 0) {
+        if (e instanceof Error) {
+          // Never silent, never a flood: first in full, then once a minute.
+          refillFailures.failed(
+              LOG, "Fetching a shared-memory segment for " + name, e, ticker.getAsLong(), 0);
+          failuresInARow++;
+        } else if (failuresInARow++ == 0) {
           LOG.warn(
               "Fetching a shared-memory segment for {} failed; retrying in {} ms (later failures"
                   + " in a row are logged at DEBUG)",
@@ -1047,6 +1170,7 @@ public final class SlotPool implements AutoCloseable {
         continue;
       }
       if (segment == null || segment.isClosed()) {
+        endFetch();
         segmentFetchFailures.incrementAndGet();
         lastFetchFailure = new IOException("segment source returned " + segment);
         nextFetchAt = ticker.getAsLong() + backoff;
@@ -1065,36 +1189,85 @@ public final class SlotPool implements AutoCloseable {
       do {
         wanted = segmentsWanted.get();
       } while (wanted > 0 && !segmentsWanted.compareAndSet(wanted, wanted - 1));
-      adopt(segment);
+      if (adopt(segment) == Adoption.DISCONNECTED) {
+        // The peer dropped it at once; do not hammer a DataNode that keeps doing so.
+        nextFetchAt = ticker.getAsLong() + initialBackoffNanos;
+      }
+      refillFailures.succeeded(LOG, "Fetching shared-memory segments for " + name);
     }
   }
 
-  /** Puts a fetched segment into allocation; hands it straight back if the pool closed. */
-  void adopt(Segment segment) {
-    PooledSegment entry = new PooledSegment(this, segment);
-    boolean adopted = false;
+  private void startFetch() {
     structureLock.lock();
     try {
-      if (!closed && segment.poolEntry == null && !byId.containsKey(segment.id())) {
+      fetching = true;
+    } finally {
+      structureLock.unlock();
+    }
+  }
+
+  private void endFetch() {
+    structureLock.lock();
+    try {
+      fetching = false;
+      disconnectedWhileFetching.clear();
+    } finally {
+      structureLock.unlock();
+    }
+  }
+
+  /** What {@link #adopt} did with a fetched segment. */
+  enum Adoption {
+    /** In the pool, allocatable. */
+    ADOPTED,
+    /** Disconnected while it was being fetched: handed back, counted as disconnected. */
+    DISCONNECTED,
+    /** The pool is closed, or the source handed it out twice: handed back. */
+    REFUSED
+  }
+
+  /**
+   * Puts a fetched segment into allocation; hands it straight back if the pool closed or the
+   * segment was reported disconnected while it was being fetched. Ends the fetch in flight.
+   */
+  Adoption adopt(Segment segment) {
+    PooledSegment entry = new PooledSegment(this, segment);
+    Adoption result = Adoption.REFUSED;
+    structureLock.lock();
+    try {
+      boolean diedInFlight = disconnectedWhileFetching.contains(segment.id());
+      fetching = false;
+      disconnectedWhileFetching.clear();
+      if (diedInFlight && !closed) {
+        result = Adoption.DISCONNECTED;
+      } else if (!closed && segment.poolEntry == null && !byId.containsKey(segment.id())) {
         segment.poolEntry = entry;
         byId.put(segment.id(), entry);
         live = with(live, entry);
         active = with(active, entry);
-        adopted = true;
+        result = Adoption.ADOPTED;
       }
     } finally {
       structureLock.unlock();
     }
-    if (!adopted) {
-      if (!closed) {
+    if (result != Adoption.ADOPTED) {
+      if (result == Adoption.DISCONNECTED) {
+        segmentsDisconnected.incrementAndGet();
+        LOG.info(
+            "Segment {} of {} disconnected before the pool adopted it; handing it back and"
+                + " fetching another",
+            segment.id(),
+            name);
+      } else if (!closed) {
         LOG.warn("Source of {} returned segment {} twice; handing it back", name, segment.id());
       }
       segmentsReturned.incrementAndGet();
       source.returnSegment(segment);
-      return;
+      return result;
     }
     slotsPerSegment = Math.max(1, segment.slotCount());
     serveWaitersFromBitmap();
+    return result;
   }
 
   // ------------------------------------------------------------------ gauges and stats
@@ -1280,6 +1453,10 @@ public final class SlotPool implements AutoCloseable {
 
     boolean isFilled() {
       return state == FILLED;
+    }
+
+    boolean isWaiting() {
+      return state == WAITING;
     }
   }
 
