@@ -423,6 +423,31 @@ public final class ScrClient implements Closeable {
   }
 
   /**
+   * Why {@link #socketPathOf} has no socket for {@code dn}: {@link FallbackReason#DISABLED}, {@link
+   * FallbackReason#NOT_CONFIGURED} or {@link FallbackReason#NOT_LOCAL}; null when it has one.
+   * Counts nothing and ignores backoff (a backoff is a property of the moment, checked per read):
+   * for a caller that decides once per block and counts per read ({@link #recordFallback}).
+   */
+  public FallbackReason unreachableReason(DatanodeInfo dn) {
+    if (!enabled) {
+      return FallbackReason.DISABLED;
+    }
+    if (pathTemplates.isEmpty()) {
+      return FallbackReason.NOT_CONFIGURED;
+    }
+    return isLocal(dn.getIpAddr()) ? null : FallbackReason.NOT_LOCAL;
+  }
+
+  /**
+   * Counts one read that went the stock way for {@code reason}, for callers that decided it
+   * themselves (a stream reading a block no local DataNode holds counts {@link
+   * FallbackReason#NOT_LOCAL} once per read).
+   */
+  public void recordFallback(FallbackReason reason) {
+    countFallback(reason);
+  }
+
+  /**
    * A lease on the replica of {@code block} if the engine has it open already (valid, of the
    * block's generation stamp), whichever DataNode it came from; null otherwise. No I/O, no lock, no
    * fallback counted: callers try this first and go on to {@link #lease} on null.

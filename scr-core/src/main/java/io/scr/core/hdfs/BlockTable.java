@@ -1,8 +1,9 @@
 package io.scr.core.hdfs;
 
+import io.scr.core.FallbackReason;
 import io.scr.core.ScrClient;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
@@ -14,14 +15,28 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  *
  * <p>A block is short-circuit eligible only when it is finalized from the reader's point of view
  * (it ends within {@link LocatedBlocks#getFileLength()}, which excludes the block being written),
- * is neither corrupt nor striped, has a location {@link ScrClient#socketPathFor} resolves, and is
- * not one the stream has seen fail with the same locations ({@code failed}).
+ * is neither corrupt nor striped, has a location on this host with a configured socket ({@link
+ * ScrClient#socketPathOf}), and is not demoted by the stream right now ({@code demotedUntil}).
+ *
+ * <p><b>Only lasting facts are built in.</b> Whether a block's DataNode is on this host and which
+ * socket serves it do not change while the block list stands; whether that socket is backing off
+ * does, so it is not decided here: the read checks it when it leases (a table built during a 2 s
+ * backoff must not keep the block stock for the stream's life). A demotion has a deadline, and
+ * {@link #retryAtNanos} tells the stream when to rebuild. Blocks without a local socket carry the
+ * {@link FallbackReason} the stream counts on every read of them ({@link #unreachable}).
  *
  * <p>Thread-safety: immutable once built; safe to publish through a volatile field.
  */
 final class BlockTable {
   static final BlockTable EMPTY =
-      new BlockTable(null, new long[0], new long[0], new LocatedBlock[0], new String[0]);
+      new BlockTable(
+          null,
+          new long[0],
+          new long[0],
+          new LocatedBlock[0],
+          new String[0],
+          new FallbackReason[0],
+          Long.MAX_VALUE);
 
   /** The stream's {@code locatedBlocks} object this table was built from (identity matters). */
   final LocatedBlocks source;
@@ -31,27 +46,44 @@ final class BlockTable {
   final LocatedBlock[] blocks;
   final String[] socketPaths;
 
+  /**
+   * Per block without a socket: why no local DataNode can serve it ({@code NOT_LOCAL}, {@code
+   * NOT_CONFIGURED}, {@code DISABLED}), counted per read; null for blocks with a socket and for
+   * those that go stock for a reason of their own (being written, corrupt, demoted).
+   */
+  final FallbackReason[] unreachable;
+
+  /** The earliest demotion deadline ({@code System.nanoTime} scale), or Long.MAX_VALUE. */
+  final long retryAtNanos;
+
   private BlockTable(
       LocatedBlocks source,
       long[] starts,
       long[] ends,
       LocatedBlock[] blocks,
-      String[] socketPaths) {
+      String[] socketPaths,
+      FallbackReason[] unreachable,
+      long retryAtNanos) {
     this.source = source;
     this.starts = starts;
     this.ends = ends;
     this.blocks = blocks;
     this.socketPaths = socketPaths;
+    this.unreachable = unreachable;
+    this.retryAtNanos = retryAtNanos;
   }
 
   /**
    * Builds the table for {@code source}; the caller holds the stream's {@code infoLock} (the block
    * list is mutated in place under it).
    *
-   * @param failed located blocks (by identity) whose short-circuit read failed; they go stock until
-   *     the stream refreshes their locations, which replaces the instance
+   * @param demotedUntil located blocks (by identity) whose short-circuit read failed, with the time
+   *     until which they go stock ({@code Long.MAX_VALUE}: until the stream refreshes their
+   *     locations, which replaces the instance)
+   * @param now the current time on the scale of {@code demotedUntil}
    */
-  static BlockTable build(LocatedBlocks source, ScrClient scr, Set<LocatedBlock> failed) {
+  static BlockTable build(
+      LocatedBlocks source, ScrClient scr, Map<LocatedBlock, Long> demotedUntil, long now) {
     List<LocatedBlock> list = source.getLocatedBlocks();
     LocatedBlock last = source.isLastBlockComplete() ? null : source.getLastLocatedBlock();
     boolean lastListed = false;
@@ -69,6 +101,8 @@ final class BlockTable {
     long[] ends = new long[size];
     LocatedBlock[] blocks = new LocatedBlock[size];
     String[] paths = new String[size];
+    FallbackReason[] unreachable = new FallbackReason[size];
+    long retryAt = Long.MAX_VALUE;
     long finalizedLength = source.getFileLength();
     for (int i = 0; i < n; i++) {
       LocatedBlock lb = list.get(i);
@@ -79,31 +113,57 @@ final class BlockTable {
       starts[i] = effective.getStartOffset();
       ends[i] = effective.getStartOffset() + effective.getBlockSize();
       blocks[i] = effective;
+      Long until = demotedUntil.isEmpty() ? null : demotedUntil.get(lb);
+      boolean demoted = until != null && (until == Long.MAX_VALUE || now - until < 0);
+      if (demoted && until != Long.MAX_VALUE) {
+        retryAt = Math.min(retryAt, until);
+      }
       boolean eligible =
           !beingWritten
               && ends[i] <= finalizedLength
               && !lb.isCorrupt()
               && !lb.isStriped()
-              && !failed.contains(lb);
-      paths[i] = eligible ? localSocket(lb, scr) : null;
+              && !demoted;
+      if (eligible) {
+        paths[i] = localSocket(lb, scr);
+        if (paths[i] == null) {
+          unreachable[i] = unreachableReason(lb, scr);
+        }
+      }
     }
     if (size > n) {
       starts[n] = last.getStartOffset();
       ends[n] = last.getStartOffset() + last.getBlockSize();
       blocks[n] = last;
     }
-    return new BlockTable(source, starts, ends, blocks, paths);
+    return new BlockTable(source, starts, ends, blocks, paths, unreachable, retryAt);
   }
 
   private static String localSocket(LocatedBlock lb, ScrClient scr) {
-    DatanodeInfo[] locations = lb.getLocations();
-    for (DatanodeInfo dn : locations) {
-      String path = scr.socketPathFor(dn);
+    for (DatanodeInfo dn : lb.getLocations()) {
+      String path = scr.unreachableReason(dn) == null ? scr.socketPathOf(dn) : null;
       if (path != null) {
         return path;
       }
     }
     return null;
+  }
+
+  /** Why none of the block's locations has a local socket (the last location's reason). */
+  private static FallbackReason unreachableReason(LocatedBlock lb, ScrClient scr) {
+    FallbackReason reason = FallbackReason.NOT_LOCAL;
+    for (DatanodeInfo dn : lb.getLocations()) {
+      FallbackReason r = scr.unreachableReason(dn);
+      if (r != null) {
+        reason = r;
+      }
+    }
+    return reason;
+  }
+
+  /** Whether a demotion in this table has expired at {@code now}, so a rebuild would lift it. */
+  boolean retryDue(long now) {
+    return retryAtNanos != Long.MAX_VALUE && now - retryAtNanos >= 0;
   }
 
   /** The index of the block holding file offset {@code pos}, or -1 when the table lacks it. */

@@ -1,13 +1,17 @@
 package io.scr.core.hdfs;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
-import java.util.Collections;
+import java.nio.channels.ClosedByInterruptException;
+import java.nio.channels.ClosedChannelException;
 import java.util.IdentityHashMap;
-import java.util.Set;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.DFSClient;
@@ -35,13 +39,31 @@ import org.slf4j.LoggerFactory;
  * yet (the stock stream fetches it from the NameNode), after a short-circuit failure, and after an
  * {@code InvalidToken} (the block's locations and token are refetched first).
  *
- * <p><b>Failures.</b> A null lease, an I/O error or a {@link ChecksumException} from the replica
- * sends the rest of that read to the stock path; the failed {@link LocatedBlock} is remembered (by
- * identity) so later reads do not retry short-circuit until the stock stream refreshes its
- * locations. A {@link ChecksumException} is first reported to the NameNode against the DataNode the
- * lease names ({@link ReplicaLease#socketPath()}), with stock's rule, and that DataNode is kept off
- * the stock fallback when the block has other replicas. Counted in {@link #fallbacks()} and {@link
- * #checksumFallbacks()}.
+ * <p><b>Failures are transient unless they prove otherwise.</b> A failed or refused short-circuit
+ * read sends the rest of that read to the stock path, and every decision it leads to has a bound:
+ *
+ * <ul>
+ *   <li>The DataNode's socket backing off (after a connect or I/O failure): checked when the read
+ *       leases, so the block short-circuits again on the first read after the backoff; nothing is
+ *       remembered by the stream.
+ *   <li>A null lease for another reason (block refused, fd budget) or an I/O error from the
+ *       replica: the block is demoted for {@value #DEMOTION_MILLIS} ms (by identity of its {@link
+ *       LocatedBlock}), then tried again; a refresh of its locations lifts it at once.
+ *   <li>The reading thread's own interrupt ({@code ClosedByInterruptException} or {@code
+ *       InterruptedIOException} on an interrupted thread, stock's rule): the read throws it and
+ *       nothing is demoted, backed off or dropped.
+ *   <li>A replica channel closed under the read by someone else (another thread's interrupt on a
+ *       JVM where channels stay interruptible, see {@code UninterruptibleChannels}): the read
+ *       leases again once (the cache has replaced the replica) and goes on short-circuit.
+ *   <li>A {@link ChecksumException}: reported to the NameNode against the DataNode the lease names
+ *       ({@link ReplicaLease#socketPath()}), with stock's rule; that DataNode is kept off the stock
+ *       fallback when the block has other replicas; the block stays stock until its locations are
+ *       refreshed (corruption does not heal by waiting).
+ * </ul>
+ *
+ * <p>Counted in {@link #fallbacks()}, {@link #checksumFallbacks()} and {@link #reopens()}; a read
+ * of a block no local DataNode holds counts {@code NOT_LOCAL} (or why else it has no socket) in the
+ * engine's fallback counters, once per read.
  *
  * <p><b>Statistics.</b> Short-circuit bytes are added to the stock {@code ReadStatistics} with
  * {@code addShortCircuitBytes} (so {@code HdfsDataInputStream.getReadStatistics()} shows them) and
@@ -63,11 +85,21 @@ import org.slf4j.LoggerFactory;
 final class ScrInputStream extends ScrDfsInputStreamBase {
   private static final Logger LOG = LoggerFactory.getLogger(ScrInputStream.class);
 
+  /** How long a block whose short-circuit read failed goes the stock way before it is retried. */
+  static final long DEMOTION_MILLIS = 1000;
+
+  private static final long DEMOTION_NANOS = TimeUnit.MILLISECONDS.toNanos(DEMOTION_MILLIS);
+
   private final ScrClient scr;
+  private final Ticker ticker;
   private final Object tableLock = new Object();
 
+  /**
+   * Blocks whose short-circuit read failed (by identity), with the ticker time until which they go
+   * stock; Long.MAX_VALUE: until their locations are refreshed.
+   */
   @GuardedBy("tableLock")
-  private final Set<LocatedBlock> failed = Collections.newSetFromMap(new IdentityHashMap<>());
+  private final Map<LocatedBlock, Long> demotedUntil = new IdentityHashMap<>();
 
   private volatile BlockTable table = BlockTable.EMPTY;
 
@@ -75,6 +107,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   private final LongAdder stockReads = new LongAdder();
   private final LongAdder fallbacks = new LongAdder();
   private final LongAdder checksumFallbacks = new LongAdder();
+  private final LongAdder reopens = new LongAdder();
 
   ScrInputStream(
       DFSClient client,
@@ -83,8 +116,21 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       LocatedBlocks locatedBlocks,
       ScrClient scr)
       throws IOException {
+    this(client, src, verifyChecksum, locatedBlocks, scr, Ticker.systemTicker());
+  }
+
+  /** As the other constructor, with the time source demotions are measured with. */
+  ScrInputStream(
+      DFSClient client,
+      String src,
+      boolean verifyChecksum,
+      LocatedBlocks locatedBlocks,
+      ScrClient scr,
+      Ticker ticker)
+      throws IOException {
     super(client, src, verifyChecksum, locatedBlocks);
     this.scr = scr;
+    this.ticker = ticker;
   }
 
   // ------------------------------------------------------------------ positional reads
@@ -128,6 +174,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         int segment = (int) Math.min(remaining, t.ends[i] - pos);
         if (t.socketPaths[i] != null) {
           n = readLocal(t, i, pos, buffer, offset + done, segment);
+        } else {
+          countUnreachable(t, i);
         }
         if (n <= 0) {
           n = stockPread(pos, buffer, offset + done, segment);
@@ -182,6 +230,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         int n = -1;
         if (i >= 0 && t.socketPaths[i] != null) {
           n = readLocal(t, i, pos, buf, segment);
+        } else if (i >= 0) {
+          countUnreachable(t, i);
         }
         if (n <= 0) {
           n = stockPread(pos, buf);
@@ -218,6 +268,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
           advance(n);
           return n;
         }
+      } else if (i >= 0) {
+        countUnreachable(t, i);
       }
     }
     stockReads.increment();
@@ -227,7 +279,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   @Override
   public synchronized int read(ByteBuffer buf) throws IOException {
     if (!buf.hasRemaining()) {
-      return 0;
+      return super.read(buf); // stock's answer: 0, or -1 at the end of the file
     }
     checkReadable();
     if (pos < getFileLength()) {
@@ -247,6 +299,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
           advance(n);
           return n;
         }
+      } else if (i >= 0) {
+        countUnreachable(t, i);
       }
     }
     stockReads.increment();
@@ -269,53 +323,94 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
 
   private int readLocal(BlockTable t, int i, long pos, byte[] buf, int off, int len)
       throws IOException {
-    ReplicaLease lease = lease(t, i, pos);
-    if (lease == null) {
-      return -1;
-    }
     long blockOffset = pos - t.starts[i];
     int done = 0;
-    try {
-      while (done < len) {
-        int n = lease.read(blockOffset + done, buf, off + done, len - done, verifyChecksum);
-        if (n <= 0) {
-          break; // the replica is shorter than the NameNode says: the stock path decides
-        }
-        done += n;
+    for (int attempt = 0; ; attempt++) {
+      ReplicaLease lease = lease(t, i, pos + done);
+      if (lease == null) {
+        break;
       }
-    } catch (ChecksumException e) {
-      corrupt(t, i, lease.socketPath(), e); // the bytes before the bad chunk were verified
-    } catch (IOException e) {
-      failed(t, i, e);
-    } finally {
-      scr.closeToThreadSpare(lease);
+      try {
+        while (done < len) {
+          int n = lease.read(blockOffset + done, buf, off + done, len - done, verifyChecksum);
+          if (n <= 0) {
+            break; // the replica is shorter than the NameNode says: the stock path decides
+          }
+          done += n;
+        }
+        break;
+      } catch (ChecksumException e) {
+        corrupt(t, i, lease.socketPath(), e); // the bytes before the bad chunk were verified
+        break;
+      } catch (IOException e) {
+        if (!leaseAgainAfter(t, i, e, attempt)) {
+          break;
+        }
+      } finally {
+        scr.closeToThreadSpare(lease);
+      }
     }
     return counted(done);
   }
 
   private int readLocal(BlockTable t, int i, long pos, ByteBuffer buf, int len) throws IOException {
-    ReplicaLease lease = lease(t, i, pos);
-    if (lease == null) {
-      return -1;
-    }
     long blockOffset = pos - t.starts[i];
     int done = 0;
-    try {
-      while (done < len) {
-        int n = lease.read(blockOffset + done, buf, verifyChecksum);
-        if (n <= 0) {
+    for (int attempt = 0; ; attempt++) {
+      ReplicaLease lease = lease(t, i, pos + done);
+      if (lease == null) {
+        break;
+      }
+      try {
+        while (done < len) {
+          int n = lease.read(blockOffset + done, buf, verifyChecksum);
+          if (n <= 0) {
+            break;
+          }
+          done += n;
+        }
+        break;
+      } catch (ChecksumException e) {
+        corrupt(t, i, lease.socketPath(), e); // the bytes before the bad chunk were verified
+        break;
+      } catch (IOException e) {
+        if (!leaseAgainAfter(t, i, e, attempt)) {
           break;
         }
-        done += n;
+      } finally {
+        scr.closeToThreadSpare(lease);
       }
-    } catch (ChecksumException e) {
-      corrupt(t, i, lease.socketPath(), e); // the bytes before the bad chunk were verified
-    } catch (IOException e) {
-      failed(t, i, e);
-    } finally {
-      scr.closeToThreadSpare(lease);
     }
     return counted(done);
+  }
+
+  /**
+   * What an I/O failure of a short-circuit read means (see the class javadoc): rethrows the reading
+   * thread's own interrupt; returns true (lease again) the first time a replica channel was closed
+   * under the read by someone else; otherwise demotes the block and returns false (stock path).
+   */
+  private boolean leaseAgainAfter(BlockTable t, int i, IOException e, int attempt)
+      throws IOException {
+    if (isOwnInterrupt(e)) {
+      throw e;
+    }
+    if (e instanceof ClosedChannelException && attempt == 0) {
+      reopens.increment();
+      LOG.debug(
+          "A replica of {} in {} was closed under a read; leasing it again", t.blocks[i], src);
+      return true;
+    }
+    failed(t, i, e);
+    return false;
+  }
+
+  /**
+   * Stock's rule ({@code DFSInputStream.checkInterrupted}): on an interrupted thread, an interrupt
+   * exception is the read's outcome, not a property of the replica or the DataNode.
+   */
+  private static boolean isOwnInterrupt(IOException e) {
+    return (e instanceof ClosedByInterruptException || e instanceof InterruptedIOException)
+        && Thread.currentThread().isInterrupted();
   }
 
   private ReplicaLease lease(BlockTable t, int i, long pos) throws IOException {
@@ -331,13 +426,33 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       fallbacks.increment();
       return null;
     } catch (IOException e) {
-      failed(t, i, e);
-      return null;
+      if (isOwnInterrupt(e)) {
+        throw e;
+      }
+      return noLease(t, i, e);
     }
-    if (lease == null) {
-      failed(t, i, null);
+    return lease != null ? lease : noLease(t, i, null);
+  }
+
+  /**
+   * The engine gave no lease (the reason is counted there). A socket that is backing off is checked
+   * again on every read, so nothing is remembered; otherwise the block is demoted for {@value
+   * #DEMOTION_MILLIS} ms, so a refusing DataNode is not asked on every read.
+   */
+  private ReplicaLease noLease(BlockTable t, int i, IOException cause) {
+    if (scr.isBackingOff(t.socketPaths[i])) {
+      fallbacks.increment();
+    } else {
+      failed(t, i, cause);
     }
-    return lease;
+    return null;
+  }
+
+  /** Counts a read of a block no local DataNode can serve, with the reason the table holds. */
+  private void countUnreachable(BlockTable t, int i) {
+    if (t.unreachable[i] != null) {
+      scr.recordFallback(t.unreachable[i]);
+    }
   }
 
   private int counted(int done) {
@@ -400,11 +515,15 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         addToLocalDeadNodes(bad);
       }
     }
-    failed(t, i, cause);
+    demote(t, i, cause, Long.MAX_VALUE);
   }
 
-  /** Remembers that short-circuit reading {@code t.blocks[i]} failed and rebuilds the table. */
+  /** Demotes {@code t.blocks[i]} for {@value #DEMOTION_MILLIS} ms and rebuilds the table. */
   private void failed(BlockTable t, int i, IOException cause) {
+    demote(t, i, cause, ticker.read() + DEMOTION_NANOS);
+  }
+
+  private void demote(BlockTable t, int i, IOException cause, long until) {
     fallbacks.increment();
     if (cause != null) {
       LOG.debug(
@@ -414,7 +533,10 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
           cause);
     }
     synchronized (tableLock) {
-      failed.add(t.blocks[i]);
+      Long earlier = demotedUntil.get(t.blocks[i]);
+      if (earlier == null || earlier != Long.MAX_VALUE) {
+        demotedUntil.put(t.blocks[i], until);
+      }
     }
     rebuild(null);
   }
@@ -428,10 +550,15 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     }
   }
 
-  /** The current table, rebuilt first if the stock stream replaced its block list or lacks pos. */
+  /**
+   * The current table, rebuilt first if the stock stream replaced its block list, lacks pos, or a
+   * demotion in it has expired.
+   */
   private BlockTable tableFor(long pos) throws IOException {
     BlockTable t = table;
-    if (t.source == locatedBlocks && t.indexOf(pos) >= 0) {
+    if (t.source == locatedBlocks
+        && t.indexOf(pos) >= 0
+        && (t.retryAtNanos == Long.MAX_VALUE || !t.retryDue(ticker.read()))) {
       return t;
     }
     if (t.indexOf(pos) < 0 && pos < getFileLength()) {
@@ -447,18 +574,27 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   private BlockTable rebuild(BlockTable seen) {
     synchronized (tableLock) {
       BlockTable current = table;
-      if (seen != null && current != seen && current.source == locatedBlocks) {
+      long now = ticker.read();
+      if (seen != null
+          && current != seen
+          && current.source == locatedBlocks
+          && !current.retryDue(now)) {
         return current;
       }
       BlockTable fresh;
       synchronized (infoLock) {
-        if (!failed.isEmpty()) {
-          // Instances no longer in the block list were refreshed: forget their failures.
-          Set<LocatedBlock> listed = Collections.newSetFromMap(new IdentityHashMap<>());
-          listed.addAll(locatedBlocks.getLocatedBlocks());
-          failed.retainAll(listed);
+        if (!demotedUntil.isEmpty()) {
+          // Instances no longer in the block list were refreshed, and expired demotions are over:
+          // forget both.
+          Map<LocatedBlock, Boolean> listed = new IdentityHashMap<>();
+          for (LocatedBlock lb : locatedBlocks.getLocatedBlocks()) {
+            listed.put(lb, Boolean.TRUE);
+          }
+          demotedUntil
+              .entrySet()
+              .removeIf(e -> !listed.containsKey(e.getKey()) || expired(e.getValue(), now));
         }
-        fresh = BlockTable.build(locatedBlocks, scr, failed);
+        fresh = BlockTable.build(locatedBlocks, scr, demotedUntil, now);
       }
       table = fresh;
       return fresh;
@@ -485,6 +621,15 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   /** Of {@link #fallbacks()}, those caused by a checksum mismatch. */
   long checksumFallbacks() {
     return checksumFallbacks.sum();
+  }
+
+  private static boolean expired(long until, long now) {
+    return until != Long.MAX_VALUE && now - until >= 0;
+  }
+
+  /** Reads that found their replica's channel closed under them and leased it again. */
+  long reopens() {
+    return reopens.sum();
   }
 
   /**

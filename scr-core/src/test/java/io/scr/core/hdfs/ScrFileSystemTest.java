@@ -2,6 +2,7 @@ package io.scr.core.hdfs;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.ArgumentMatchers.anyBoolean;
@@ -10,9 +11,11 @@ import static org.mockito.ArgumentMatchers.anyLong;
 import static org.mockito.ArgumentMatchers.anyString;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.never;
+import static org.mockito.Mockito.times;
 import static org.mockito.Mockito.verify;
 import static org.mockito.Mockito.when;
 
+import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
@@ -20,7 +23,11 @@ import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
 import java.io.IOException;
+import java.nio.channels.AsynchronousCloseException;
+import java.nio.channels.ClosedByInterruptException;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -33,6 +40,7 @@ import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.mockito.stubbing.Answer;
 
 /**
  * Which way {@link ScrFileSystem}'s stream sends each read: local finalized blocks through scr, and
@@ -147,13 +155,17 @@ class ScrFileSystemTest {
   void nonLocalReplicaIsReadByStockWithoutAskingForALease() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/remote", BLOCK + 7, 4);
     ScrClient scr = mock(ScrClient.class);
-    when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn(null);
+    when(scr.unreachableReason(any(DatanodeInfo.class))).thenReturn(FallbackReason.NOT_LOCAL);
     try (ScrInputStream in = open("/fs/remote", scr)) {
       byte[] all = new byte[data.length];
       in.readFully(0, all);
       assertArrayEquals(data, all);
+      in.readFully(0, all);
+      assertArrayEquals(data, all);
       assertEquals(0, in.localBlockCount());
-      assertTrue(in.stockReads() >= 2);
+      assertEquals(4, in.stockReads(), "two blocks read twice");
+      verify(scr, times(4)).recordFallback(FallbackReason.NOT_LOCAL); // per read, not per build
+      verify(scr, never()).socketPathOf(any(DatanodeInfo.class));
       verify(scr, never()).lease(any(), any(), anyString(), any());
       verify(scr, never()).lease(any(), any(), anyString());
       verify(scr, never()).leaseWithThreadSpare(any(), any(), anyString(), any());
@@ -165,7 +177,7 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/corrupt", 2 * BLOCK, 5);
     ScrClient scr = mock(ScrClient.class);
     ReplicaLease lease = mock(ReplicaLease.class);
-    when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn("/nowhere");
+    when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
         .thenReturn(lease);
     when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
@@ -186,7 +198,7 @@ class ScrFileSystemTest {
   void expiredTokenRefetchesLocationsAndReadsStock() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/token", BLOCK, 6);
     ScrClient scr = mock(ScrClient.class);
-    when(scr.socketPathFor(any(DatanodeInfo.class))).thenReturn("/nowhere");
+    when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
         .thenThrow(new InvalidToken("injected"))
         .thenReturn(null);
@@ -201,6 +213,150 @@ class ScrFileSystemTest {
       assertEquals(2, in.fallbacks());
       assertEquals(0, in.localBlockCount(), "a null lease keeps the block stock");
     }
+  }
+
+  /**
+   * A table built while the DataNode's socket backed off must not keep the block stock for the
+   * stream's life: the backoff is checked when the read leases, and the next read after it
+   * short-circuits.
+   */
+  @Test
+  void aBackoffWhileTheTableIsBuiltLastsOnlyAsLongAsTheBackoff() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/backoff", BLOCK, 7);
+    ScrClient scr = mock(ScrClient.class);
+    ReplicaLease lease = servingLease(data);
+    when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
+    when(scr.isBackingOff("/dn.sock")).thenReturn(true, false);
+    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+        .thenReturn(null, lease);
+    try (ScrInputStream in = open("/fs/backoff", scr)) {
+      byte[] buf = new byte[4096];
+      in.readFully(0, buf); // backing off: stock
+      assertArrayEquals(slice(data, 0, buf.length), buf);
+      assertEquals(0, in.shortCircuitReads());
+      assertEquals(1, in.localBlockCount(), "a backoff demotes nothing");
+      in.readFully(100, buf); // the backoff is over
+      assertArrayEquals(slice(data, 100, buf.length), buf);
+      assertEquals(1, in.shortCircuitReads());
+    }
+  }
+
+  /** A block whose short-circuit read failed goes stock for a bounded time, then is retried. */
+  @Test
+  void aFailedBlockIsRetriedAfterTheDemotionWindow() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/demoted", BLOCK, 8);
+    ScrClient scr = mock(ScrClient.class);
+    ReplicaLease lease = servingLease(data);
+    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+        .thenThrow(new IOException("injected"))
+        .thenAnswer(copyFrom(data));
+    when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
+    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+        .thenReturn(lease);
+    AtomicLong now = new AtomicLong(-1L << 40); // a negative origin, as System.nanoTime may have
+    try (ScrInputStream in = open("/fs/demoted", scr, now::get)) {
+      byte[] buf = new byte[4096];
+      in.readFully(0, buf);
+      assertArrayEquals(slice(data, 0, buf.length), buf);
+      assertEquals(1, in.fallbacks());
+      assertEquals(0, in.localBlockCount(), "demoted");
+      now.addAndGet(TimeUnit.MILLISECONDS.toNanos(ScrInputStream.DEMOTION_MILLIS) - 1);
+      in.readFully(0, buf);
+      assertEquals(0, in.shortCircuitReads(), "still demoted just before the window ends");
+      now.addAndGet(1);
+      in.readFully(0, buf);
+      assertArrayEquals(slice(data, 0, buf.length), buf);
+      assertEquals(1, in.shortCircuitReads(), "retried once the window is over");
+      assertEquals(1, in.localBlockCount());
+      assertEquals(1, in.fallbacks());
+    }
+  }
+
+  /**
+   * The reading thread's own interrupt fails that read with the interrupt (stock's rule) and is not
+   * held against the block: the next read short-circuits.
+   */
+  @Test
+  void theReadersOwnInterruptIsRethrownAndDemotesNothing() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/interrupted", BLOCK, 9);
+    ScrClient scr = mock(ScrClient.class);
+    ReplicaLease lease = servingLease(data);
+    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+        .thenThrow(new ClosedByInterruptException())
+        .thenAnswer(copyFrom(data));
+    when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
+    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+        .thenReturn(lease);
+    try (ScrInputStream in = open("/fs/interrupted", scr)) {
+      byte[] buf = new byte[4096];
+      Thread.currentThread().interrupt();
+      try {
+        assertThrows(ClosedByInterruptException.class, () -> in.read(0, buf, 0, buf.length));
+      } finally {
+        Thread.interrupted();
+      }
+      in.readFully(0, buf);
+      assertArrayEquals(slice(data, 0, buf.length), buf);
+      assertEquals(1, in.shortCircuitReads());
+      assertEquals(0, in.fallbacks());
+      assertEquals(1, in.localBlockCount());
+    }
+  }
+
+  /**
+   * A replica channel closed under a read by someone else (another thread's interrupt where
+   * channels stay interruptible) costs a second lease, not the block: the read short-circuits.
+   */
+  @Test
+  void aChannelClosedUnderTheReadIsLeasedAgain() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/closed-under", BLOCK, 10);
+    ScrClient scr = mock(ScrClient.class);
+    ReplicaLease lease = servingLease(data);
+    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+        .thenThrow(new AsynchronousCloseException())
+        .thenAnswer(copyFrom(data));
+    when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
+    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+        .thenReturn(lease);
+    try (ScrInputStream in = open("/fs/closed-under", scr)) {
+      byte[] buf = new byte[4096];
+      in.readFully(0, buf);
+      assertArrayEquals(slice(data, 0, buf.length), buf);
+      assertEquals(1, in.shortCircuitReads());
+      assertEquals(1, in.reopens());
+      assertEquals(0, in.fallbacks());
+      verify(scr, times(2))
+          .leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any());
+    }
+  }
+
+  /** A lease whose byte[] reads serve {@code data} (a one-block file). */
+  private static ReplicaLease servingLease(byte[] data) throws IOException {
+    ReplicaLease lease = mock(ReplicaLease.class);
+    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+        .thenAnswer(copyFrom(data));
+    when(lease.socketPath()).thenReturn("/dn.sock");
+    return lease;
+  }
+
+  private static Answer<Integer> copyFrom(byte[] data) {
+    return call -> {
+      long pos = call.getArgument(0);
+      byte[] buf = call.getArgument(1);
+      int off = call.getArgument(2);
+      int len = call.getArgument(3);
+      if (pos >= data.length) {
+        return -1;
+      }
+      int n = (int) Math.min(len, data.length - pos);
+      System.arraycopy(data, (int) pos, buf, off, n);
+      return n;
+    };
+  }
+
+  private static ScrInputStream open(String src, ScrClient scr, Ticker ticker) throws IOException {
+    DFSClient client = DFS.dfs().fileSystem().getClient();
+    return new ScrInputStream(client, src, true, client.getLocatedBlocks(src, 0), scr, ticker);
   }
 
   private static ScrInputStream open(String src, ScrClient scr) throws IOException {
