@@ -9,6 +9,7 @@ import io.scr.core.metrics.SummaryReporter;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
+import io.scr.core.replica.AbsentReplicas;
 import io.scr.core.replica.ReplicaManager;
 import java.io.Closeable;
 import java.io.File;
@@ -507,8 +508,10 @@ public final class ScrClient implements Closeable {
    * #localSocketPaths()} that are not backing off are asked in turn, the one that last served this
    * block or file first ({@link DataNodeHints}); a DataNode that does not hold the block answers
    * with a refusal, which costs one round trip and is counted as a {@linkplain
-   * #misdirectedRequestCount() misdirected request}, not as a fallback. Null (the last reason
-   * counted) when no local DataNode serves it.
+   * #misdirectedRequestCount() misdirected request}, not as a fallback. That refusal is remembered
+   * ({@link AbsentReplicas}, per block, generation stamp and DataNode, for a bounded time): each
+   * local DataNode is asked at most once per block, so a block only remote DataNodes hold costs no
+   * request after the first read. Null (the last reason counted) when no local DataNode serves it.
    *
    * @throws org.apache.hadoop.security.token.SecretManager.InvalidToken so the caller can refetch
    *     the token
@@ -528,6 +531,13 @@ public final class ScrClient implements Closeable {
     }
     if (paths.isEmpty()) {
       return fallback(FallbackReason.NOT_CONFIGURED);
+    }
+    // A DataNode that said it has no such replica is not asked again (within the memory's
+    // expiry): a block held only by a remote DataNode then costs the stock path and nothing more.
+    AbsentReplicas absent = replicas.absentReplicas();
+    paths.removeIf(p -> absent.isAbsent(block, p));
+    if (paths.isEmpty()) {
+      return fallback(FallbackReason.BLOCK_REFUSED);
     }
     String bpid = block.getBlockPoolId();
     long id = block.getBlockId();
@@ -596,6 +606,15 @@ public final class ScrClient implements Closeable {
    */
   public io.scr.core.net.PeerExtensions extensions() {
     return replicas.extensions();
+  }
+
+  /**
+   * The memory of blocks local DataNodes refused as not held there: neither {@link #lease} nor
+   * {@link #leaseFromLocalDataNode} asks such a DataNode again for that block within the memory's
+   * expiry.
+   */
+  public AbsentReplicas absentReplicas() {
+    return replicas.absentReplicas();
   }
 
   /** The open-replica cache's counters. */

@@ -129,6 +129,18 @@ public enum ClientMetric {
       Kind.COUNTER,
       "slots",
       "Slots released through op-127 BATCH_RELEASE requests"),
+  // ---- replicas local DataNodes do not hold ----
+  ABSENT_REPLICAS_REMEMBERED(
+      "AbsentReplicasRemembered",
+      Kind.COUNTER,
+      "requests",
+      "Fd requests a local DataNode refused because it holds no such replica (remembered, not asked"
+          + " again for that block)"),
+  ABSENT_REPLICA_REQUESTS_AVOIDED(
+      "AbsentReplicaRequestsAvoided",
+      Kind.COUNTER,
+      "requests",
+      "Fd requests not sent because that DataNode refused the block as absent recently"),
   // ---- protocol extensions ----
   EXTENSION_PROBES(
       "ExtensionProbes",

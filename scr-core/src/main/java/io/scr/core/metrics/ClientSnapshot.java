@@ -36,6 +36,8 @@ public final class ClientSnapshot {
   final long extensionProbes;
   final int extensionPeers;
   final long extensionFailures;
+  final long absentReplicasRemembered;
+  final long absentReplicaRequestsAvoided;
   final ClientCounters.Latency replicaOpen;
   final EnumMap<ClientCounters.OpenPhase, ClientCounters.Latency> openPhases;
   final long processOpenFds;
@@ -71,6 +73,8 @@ public final class ClientSnapshot {
     this.extensionProbes = b.extensionProbes;
     this.extensionPeers = b.extensionPeers;
     this.extensionFailures = b.extensionFailures;
+    this.absentReplicasRemembered = b.absentReplicasRemembered;
+    this.absentReplicaRequestsAvoided = b.absentReplicaRequestsAvoided;
     this.replicaOpen = b.replicaOpen;
     this.openPhases = new EnumMap<>(b.openPhases);
     this.processOpenFds = b.processOpenFds;
@@ -154,6 +158,19 @@ public final class ClientSnapshot {
   /** Slots released through op-127 BATCH_RELEASE requests. */
   public long releasesBatched() {
     return releasesBatched;
+  }
+
+  /**
+   * Fd requests a local DataNode refused because it holds no such replica, remembered so that it is
+   * not asked again for that block (see {@code io.scr.core.replica.AbsentReplicas}).
+   */
+  public long absentReplicasRemembered() {
+    return absentReplicasRemembered;
+  }
+
+  /** Fd requests not sent because the DataNode had refused that block as absent recently. */
+  public long absentReplicaRequestsAvoided() {
+    return absentReplicaRequestsAvoided;
   }
 
   /** Op-127 HELLO probes sent. */
@@ -267,6 +284,8 @@ public final class ClientSnapshot {
     long extensionProbes;
     int extensionPeers;
     long extensionFailures;
+    long absentReplicasRemembered;
+    long absentReplicaRequestsAvoided;
     ClientCounters.Latency replicaOpen = new ClientCounters.Latency(0, 0, 0, 0);
     EnumMap<ClientCounters.OpenPhase, ClientCounters.Latency> openPhases =
         new EnumMap<>(ClientCounters.OpenPhase.class);

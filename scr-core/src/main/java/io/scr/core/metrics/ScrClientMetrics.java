@@ -140,6 +140,8 @@ public final class ScrClientMetrics implements MetricsSource {
     b.extensionProbes = client.extensions().probeCount();
     b.extensionPeers = client.extensions().extendedPathCount();
     b.extensionFailures = client.extensions().extensionFailureCount();
+    b.absentReplicasRemembered = client.absentReplicas().rememberedCount();
+    b.absentReplicaRequestsAvoided = client.absentReplicas().avoidedCount();
     b.replicaOpen = counters.replicaOpenLatency();
     for (ClientCounters.OpenPhase phase : ClientCounters.OpenPhase.values()) {
       b.openPhases.put(phase, counters.openPhaseLatency(phase));
@@ -204,6 +206,8 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
     gauge(rb, ClientMetric.EXTENSION_PEERS, s.extensionPeers);
     counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);
+    counter(rb, ClientMetric.ABSENT_REPLICAS_REMEMBERED, s.absentReplicasRemembered);
+    counter(rb, ClientMetric.ABSENT_REPLICA_REQUESTS_AVOIDED, s.absentReplicaRequestsAvoided);
 
     counter(rb, ClientMetric.SOCKET_CONNECTS, s.socketConnects);
     counter(rb, ClientMetric.SOCKET_CONNECT_FAILURES, s.socketConnectFailures);

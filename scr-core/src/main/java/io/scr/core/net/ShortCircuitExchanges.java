@@ -30,7 +30,9 @@ public final class ShortCircuitExchanges {
    *
    * @param fdsOut receives {data, meta}; the caller owns and closes them
    * @throws InvalidToken for ERROR_ACCESS_TOKEN (refetch the token; no backoff)
-   * @throws ShortCircuitRefusedException for any other error status
+   * @throws ShortCircuitRefusedException for any other error status; the connection stays pooled
+   *     ({@link ShortCircuitRefusedException#replicaAbsent()} says whether the DataNode holds no
+   *     such replica)
    * @throws DomainConnectException if the socket cannot be reached
    * @throws IOException on I/O or protocol failure
    */
@@ -43,28 +45,58 @@ public final class ShortCircuitExchanges {
       FileDescriptor[] fdsOut)
       throws IOException {
     byte[] request = ShortCircuitProtocol.encodeRequestFds(block, token, slot);
-    pool.call(
-        path,
-        c -> {
-          c.send(request);
-          BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());
-          if (resp.getStatus() != Status.SUCCESS) {
-            throw refusal(c, path, block, resp);
-          }
-          int b = c.receiveFds(fdsOut, 2);
-          if (b == ShortCircuitProtocol.USE_RECEIPT_VERIFICATION) {
-            try {
-              c.sendByte(0);
-            } catch (IOException e) {
-              // Without the receipt the DataNode unregisters the slot: the fds must not be used.
-              DomainConnection.closeAll(fdsOut);
-              fdsOut[0] = null;
-              fdsOut[1] = null;
-              throw e;
-            }
-          }
-          return null;
-        });
+    IOException refused =
+        pool.call(
+            path,
+            c -> {
+              c.send(request);
+              BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());
+              if (resp.getStatus() != Status.SUCCESS) {
+                // Returned, not thrown: an answer leaves the connection usable (the DataNode
+                // reads the next op on it), so it goes back to the pool instead of being closed
+                // and redialled. ERROR_ACCESS_TOKEN marks it not reusable (the DataNode closes).
+                return refusal(c, path, block, resp);
+              }
+              int b = c.receiveFds(fdsOut, 2);
+              if (b == ShortCircuitProtocol.USE_RECEIPT_VERIFICATION) {
+                try {
+                  c.sendByte(0);
+                } catch (IOException e) {
+                  // Without the receipt the DataNode unregisters the slot: the fds must not be
+                  // used.
+                  DomainConnection.closeAll(fdsOut);
+                  fdsOut[0] = null;
+                  fdsOut[1] = null;
+                  throw e;
+                }
+              }
+              return null;
+            });
+    if (refused != null) {
+      throw refused;
+    }
+  }
+
+  /**
+   * Messages with which a DataNode says it holds no such replica: stock 3.4's {@code
+   * FsDatasetImpl.getBlockInputStream} ("No data exists for block", also for a generation stamp
+   * mismatch), {@code ReplicaNotFoundException} ("Replica not found for", "Replica does not exist")
+   * and the scr shim (which uses the same texts).
+   */
+  private static final String[] ABSENT_REPLICA_MESSAGES = {
+    "No data exists for block", "Replica not found for", "Replica does not exist"
+  };
+
+  static boolean isAbsentReplicaMessage(String message) {
+    if (message == null) {
+      return false;
+    }
+    for (String m : ABSENT_REPLICA_MESSAGES) {
+      if (message.startsWith(m)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static IOException refusal(
@@ -108,7 +140,10 @@ public final class ShortCircuitExchanges {
                 + " "
                 + message,
             resp.getStatus().name(),
-            null);
+            null,
+            resp.getStatus() == Status.ERROR
+                && resp.hasMessage()
+                && isAbsentReplicaMessage(resp.getMessage()));
     }
   }
 

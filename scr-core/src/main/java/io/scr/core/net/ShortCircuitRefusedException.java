@@ -13,16 +13,32 @@ public final class ShortCircuitRefusedException extends IOException {
 
   private final String status;
   private final transient FailureClass failureClass;
+  private final boolean replicaAbsent;
 
   ShortCircuitRefusedException(String message, String status, FailureClass failureClass) {
+    this(message, status, failureClass, false);
+  }
+
+  ShortCircuitRefusedException(
+      String message, String status, FailureClass failureClass, boolean replicaAbsent) {
     super(message);
     this.status = status;
     this.failureClass = failureClass;
+    this.replicaAbsent = replicaAbsent;
   }
 
   /** The DataNode's status name (e.g. {@code ERROR}, {@code ERROR_UNSUPPORTED}). */
   public String status() {
     return status;
+  }
+
+  /**
+   * Whether the DataNode said it holds no such replica (unknown block, or not of this generation
+   * stamp): asking it again for this block and generation stamp would be refused again, until a
+   * replica is moved or copied there. False for every other refusal (slot, version, unsupported).
+   */
+  public boolean replicaAbsent() {
+    return replicaAbsent;
   }
 
   /** The path-wide failure class, or null when only this block is affected. */

@@ -79,6 +79,7 @@ public final class ReplicaManager implements Closeable {
   private final String clientName;
   private final Consumer<FallbackReason> fallbacks;
   private final ClientCounters counters;
+  private final AbsentReplicas absent;
   private final ConcurrentHashMap<String, DataNodeEndpoint> endpoints = new ConcurrentHashMap<>();
   private final Object watcherLock = new Object();
 
@@ -102,6 +103,8 @@ public final class ReplicaManager implements Closeable {
     this.clientName = b.clientName;
     this.fallbacks = b.fallbacks;
     this.counters = b.counters;
+    this.absent =
+        b.absent != null ? b.absent : AbsentReplicas.newBuilder().ticker(b.ticker).build();
     LeaseCacheConfig.Builder cc =
         LeaseCacheConfig.newBuilder()
             .name("scr-cache-" + name)
@@ -223,6 +226,12 @@ public final class ReplicaManager implements Closeable {
       fallbacks.accept(FallbackReason.BACKING_OFF);
       return null;
     }
+    if (absent.isAbsent(block, socketPath)) {
+      // This DataNode said it has no such replica a moment ago: asking again costs a refused
+      // round trip per read (a remote block read through scr would cost 4x stock).
+      fallbacks.accept(FallbackReason.BLOCK_REFUSED);
+      return null;
+    }
     ReplicaKey key =
         lookup.isProbe()
             ? new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath)
@@ -334,6 +343,10 @@ public final class ReplicaManager implements Closeable {
           slotPool.releaseUnregistered(slot);
         }
       }
+      if (e instanceof ShortCircuitRefusedException
+          && ((ShortCircuitRefusedException) e).replicaAbsent()) {
+        absent.remember(block, socketPath);
+      }
       classify(socketPath, e);
       throw e;
     }
@@ -441,6 +454,15 @@ public final class ReplicaManager implements Closeable {
     return cache.stats();
   }
 
+  /**
+   * Which local DataNodes are known not to hold which block (refused as absent within the expiry):
+   * {@link #lease} asks none of them again for that block; callers choosing among several DataNodes
+   * consult it themselves.
+   */
+  public AbsentReplicas absentReplicas() {
+    return absent;
+  }
+
   /** Every path's backoff counters. */
   public List<PathBackoff.Status> backoffStatus() {
     return backoff.snapshot();
@@ -499,6 +521,7 @@ public final class ReplicaManager implements Closeable {
     private String clientName = "scr";
     private Consumer<FallbackReason> fallbacks = r -> {};
     private ClientCounters counters = new ClientCounters();
+    private AbsentReplicas absent;
 
     private Builder(String name, DomainSocketPool pool, PathBackoff backoff) {
       if (name == null || pool == null || backoff == null) {
@@ -584,6 +607,16 @@ public final class ReplicaManager implements Closeable {
     /** Counters for short-circuit reads, bytes, opens and checksum failures (for metrics). */
     public Builder counters(ClientCounters c) {
       this.counters = java.util.Objects.requireNonNull(c, "counters");
+      return this;
+    }
+
+    /**
+     * The memory of replicas local DataNodes refused as absent (default: {@link
+     * AbsentReplicas#DEFAULT_CAPACITY} entries, {@link AbsentReplicas#DEFAULT_EXPIRY_SECONDS} s, on
+     * this builder's ticker).
+     */
+    public Builder absentReplicas(AbsentReplicas a) {
+      this.absent = java.util.Objects.requireNonNull(a, "absent replicas");
       return this;
     }
 
