@@ -54,6 +54,9 @@ final class StripedLeaseCache<K, V extends CachedValue>
     implements LeaseCache<K, V>, ReusableLease.NodeReleaser {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseCache.class);
 
+  /** The closer logs a streak of failures at most this often after the first. */
+  private static final long FAILURE_LOG_INTERVAL_NANOS = TimeUnit.MINUTES.toNanos(1);
+
   private final LeaseCacheConfig config;
   private final LeaseCacheConfig.Sizing sizing;
   private final Ticker ticker;
@@ -597,10 +600,15 @@ final class StripedLeaseCache<K, V extends CachedValue>
   }
 
   private void closeNow(Node<K, V> n) {
-    closeQuietly(n.value, n.key);
-    fdsClosing.addAndGet(-n.fdCost);
-    fdsHeld.addAndGet(-n.fdCost);
-    signalBudgetWaiters();
+    try {
+      closeQuietly(n.value, n.key);
+    } finally {
+      // Even when close() threw an Error: the fds are as closed as they will ever be, and a
+      // budget that kept counting them would refuse loads for good.
+      fdsClosing.addAndGet(-n.fdCost);
+      fdsHeld.addAndGet(-n.fdCost);
+      signalBudgetWaiters();
+    }
   }
 
   private void closeQuietly(V v, K key) {
@@ -612,9 +620,18 @@ final class StripedLeaseCache<K, V extends CachedValue>
     }
   }
 
+  /**
+   * The closer thread: closes retired values and runs maintenance. A failure (an {@code Error} from
+   * a value's close, say an {@code OutOfMemoryError}, or from maintenance) is logged once per
+   * streak and then once a minute, and the thread keeps going: before issue 14 an {@code Error}
+   * ended it, leaving every later close to the releasing reader's thread.
+   */
   private void runCloser() {
     long intervalNanos = config.maintenanceInterval().toNanos();
     long nextMaintenance = System.nanoTime() + intervalNanos;
+    long failuresInARow = 0;
+    long lastLoggedNanos = 0;
+    long notLogged = 0;
     try {
       for (; ; ) {
         long wait = nextMaintenance - System.nanoTime();
@@ -622,16 +639,43 @@ final class StripedLeaseCache<K, V extends CachedValue>
         if (n == stopMarker) {
           break;
         }
-        if (n != null) {
-          closeNow(n);
-          continue;
-        }
         try {
+          if (n != null) {
+            closeNow(n);
+            continue;
+          }
           cleanUp();
-        } catch (RuntimeException e) {
-          LOG.warn("{}: maintenance failed", config.name(), e);
+          nextMaintenance = System.nanoTime() + intervalNanos;
+          if (failuresInARow > 0) {
+            LOG.info("{}: closer works again after {} failures", config.name(), failuresInARow);
+            failuresInARow = 0;
+            notLogged = 0;
+          }
+        } catch (RuntimeException | Error e) {
+          long now = System.nanoTime();
+          if (failuresInARow++ == 0) {
+            LOG.error(
+                "{}: closer failed; it keeps running (repeats are logged once a minute)",
+                config.name(),
+                e);
+            lastLoggedNanos = now;
+          } else if (now - lastLoggedNanos >= FAILURE_LOG_INTERVAL_NANOS) {
+            LOG.error(
+                "{}: closer failed again: {} in a row, {} not logged; latest: {}",
+                config.name(),
+                failuresInARow,
+                notLogged,
+                e.toString());
+            lastLoggedNanos = now;
+            notLogged = 0;
+          } else {
+            notLogged++;
+          }
+          if (n == null) {
+            // A failing maintenance pass waits its interval like a good one, not a busy loop.
+            nextMaintenance = now + intervalNanos;
+          }
         }
-        nextMaintenance = System.nanoTime() + intervalNanos;
       }
     } catch (InterruptedException e) {
       LOG.warn("{}: closer thread interrupted; closing on release from now on", config.name());
