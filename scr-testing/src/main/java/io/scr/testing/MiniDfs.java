@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,9 +23,13 @@ import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.ClientContext;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.protocol.DatanodeID;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitCache;
 import org.apache.hadoop.net.unix.DomainSocket;
@@ -282,6 +287,51 @@ public final class MiniDfs implements AutoCloseable {
     org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(path);
     try (FSDataOutputStream out = fs.create(p, true)) {
       writeAll(out, data);
+    }
+  }
+
+  /**
+   * Writes {@code data} to {@code path} with a single replica on DataNode {@code index} (a favored
+   * node) and checks that every block landed there, so another DataNode of the cluster holds none:
+   * a file that is remote to a client given only another DataNode's socket.
+   *
+   * @throws IOException if the write fails or the NameNode placed a block elsewhere
+   */
+  public void writeFileOn(int index, String path, byte[] data) throws IOException {
+    DataNode dn = cluster.getDataNodes().get(index);
+    DatanodeID id = dn.getDatanodeId();
+    InetSocketAddress favored = new InetSocketAddress(id.getIpAddr(), id.getXferPort());
+    DistributedFileSystem fs = cluster.getFileSystem();
+    org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(path);
+    try (FSDataOutputStream out =
+        fs.create(
+            p,
+            FsPermission.getFileDefault(),
+            true,
+            4096,
+            (short) 1,
+            spec.blockSize,
+            null,
+            new InetSocketAddress[] {favored})) {
+      writeAll(out, data);
+    }
+    for (LocatedBlock lb :
+        fs.getClient().getLocatedBlocks(path, 0, data.length).getLocatedBlocks()) {
+      DatanodeInfo[] locations = lb.getLocations();
+      if (locations.length != 1 || !locations[0].getDatanodeUuid().equals(id.getDatanodeUuid())) {
+        throw new IOException(
+            "block "
+                + lb.getBlock()
+                + " of "
+                + path
+                + " is on "
+                + java.util.Arrays.toString(locations)
+                + ", not only on DataNode "
+                + index
+                + " ("
+                + id
+                + ")");
+      }
     }
   }
 

@@ -1,0 +1,130 @@
+package io.scr.reliability;
+
+import io.scr.shim.ScrShimPlugin;
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.log4j.AppenderSkeleton;
+import org.apache.log4j.Level;
+import org.apache.log4j.Logger;
+import org.apache.log4j.spi.LoggingEvent;
+
+/**
+ * Counts the short-circuit fd requests (op 87, and the shim's batched form) one DataNode received,
+ * at the DataNode: a stock DataNode logs one client-trace line per {@code
+ * REQUEST_SHORT_CIRCUIT_FDS} whatever its outcome (logger {@code DataNode.clienttrace}, the
+ * DataNode's own audit of the op, filtered by its {@code srvID}); the shim counts them in its
+ * metrics ({@code requests.request_fds.*}, {@code requests.ext_batch_fds.*}). While open, the
+ * client-trace logger is at INFO and does not reach the console. Thread-safe.
+ */
+final class DataNodeFdRequests implements AutoCloseable {
+  static final String CLIENT_TRACE_LOGGER = DataNode.class.getName() + ".clienttrace";
+
+  private final MiniDfs dfs;
+  private final int index;
+  private final Counter counter;
+
+  private DataNodeFdRequests(MiniDfs dfs, int index) {
+    this.dfs = dfs;
+    this.index = index;
+    if (dfs.mode() == DataNodeMode.SHIM) {
+      counter = null;
+    } else {
+      String uuid = dfs.cluster().getDataNodes().get(index).getDatanodeUuid();
+      counter = new Counter(Logger.getLogger(CLIENT_TRACE_LOGGER), "srvID: " + uuid);
+    }
+  }
+
+  /** Starts counting the fd requests DataNode {@code index} of {@code dfs} receives. */
+  static DataNodeFdRequests of(MiniDfs dfs, int index) {
+    return new DataNodeFdRequests(dfs, index);
+  }
+
+  /** Fd requests the DataNode received (stock: since {@link #of}; shim: since it started). */
+  long count() {
+    if (counter != null) {
+      return counter.count.get();
+    }
+    ScrShimPlugin shim = Faults.shim(dfs, index);
+    long n = 0;
+    for (Map.Entry<String, Long> e : shim.counters().entrySet()) {
+      if (e.getKey().startsWith("requests.request_fds.")
+          || e.getKey().startsWith("requests.ext_batch_fds.")) {
+        n += e.getValue();
+      }
+    }
+    return n;
+  }
+
+  /** Where the count comes from, for messages. */
+  String source() {
+    return counter != null
+        ? "the stock DataNode's clienttrace log (REQUEST_SHORT_CIRCUIT_FDS)"
+        : "the shim's metrics (requests.request_fds.*, requests.ext_batch_fds.*)";
+  }
+
+  /**
+   * The count once it stopped moving: a stock DataNode logs a request after it answered it, so the
+   * last line can trail the client's read by a moment.
+   */
+  long settledCount() throws InterruptedException {
+    long last = count();
+    for (int i = 0; i < 50; i++) {
+      Thread.sleep(100); // the DataNode logs after replying: no latch to wait on
+      long now = count();
+      if (now == last) {
+        return now;
+      }
+      last = now;
+    }
+    return last;
+  }
+
+  @Override
+  public void close() {
+    if (counter != null) {
+      counter.close();
+    }
+  }
+
+  /** A log4j appender on the client-trace logger counting fd-request lines of one DataNode. */
+  private static final class Counter extends AppenderSkeleton {
+    private final Logger logger;
+    private final String dataNode;
+    private final Level level;
+    private final boolean additive;
+    final AtomicLong count = new AtomicLong();
+
+    Counter(Logger logger, String dataNode) {
+      this.logger = logger;
+      this.dataNode = dataNode;
+      this.level = logger.getLevel();
+      this.additive = logger.getAdditivity();
+      logger.addAppender(this);
+      logger.setAdditivity(false);
+      logger.setLevel(Level.INFO);
+    }
+
+    @Override
+    protected void append(LoggingEvent event) {
+      String m = event.getRenderedMessage();
+      if (m != null && m.contains("REQUEST_SHORT_CIRCUIT_FDS") && m.contains(dataNode)) {
+        count.incrementAndGet();
+      }
+    }
+
+    @Override
+    public boolean requiresLayout() {
+      return false;
+    }
+
+    @Override
+    public void close() {
+      logger.setLevel(level);
+      logger.setAdditivity(additive);
+      logger.removeAppender(this);
+    }
+  }
+}
