@@ -1,12 +1,8 @@
 package io.scr.core.read;
 
+import io.scr.shm.internal.NativeIo;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
-import java.lang.reflect.Field;
-import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -19,14 +15,23 @@ import org.slf4j.LoggerFactory;
 /**
  * Read-only mappings of meta files, so that a verified read looks its checksums up in memory
  * instead of making a second {@code pread} (about 0.6 µs of CPU for 36 bytes, a third of a 4 KiB
- * read). A mapping is undone deterministically when its replica closes ({@code
- * sun.misc.Unsafe.invokeCleaner}), never left to the garbage collector: a mapping of a deleted meta
- * file would keep its disk space allocated until then.
+ * read).
+ *
+ * <p><b>One memory-safety rule.</b> Nothing is unmapped while a reader may still touch it. A
+ * mapping is {@linkplain #release released} when its replica closes: its pages are replaced, in one
+ * {@code mmap(MAP_FIXED)}, by private zero pages (the way {@code io.scr.shm.Segment} closes), so
+ * the meta file is no longer mapped (a deleted meta file's disk space is freed at once) and a
+ * thread that still reads the buffer, which only a lease used after its close can do, reads zeros
+ * instead of faulting the JVM. The address range itself is unmapped by the JDK's own cleaner of the
+ * buffer once nothing refers to it. (Before, the range was unmapped at close with {@code
+ * Unsafe.invokeCleaner}, and such a read crashed the process.)
  *
  * <p>Bounded: each mapping is one kernel memory area ({@code vm.max_map_count}, 65530 by default,
- * counts them for the whole process), so at most a quarter of that limit is used; beyond it, and
+ * counts them for the whole process), so at most a quarter of that limit is live at once (a
+ * released range still counts for the kernel until its buffer is collected); beyond it, and
  * whenever mapping is unavailable or fails, replicas read their checksums with {@code pread} as
- * before. Probed once: {@link #isAvailable()}, {@link #unavailabilityCause()}.
+ * before. Mapping needs the native calls of scr-shm ({@link NativeIo}); probed once: {@link
+ * #isAvailable()}, {@link #unavailabilityCause()}.
  *
  * <p>Thread-safety: thread-safe (an atomic count of live mappings).
  */
@@ -36,35 +41,22 @@ final class ChecksumMappings {
   /** Meta files larger than this are not mapped (a 1 GiB block has an 8 MiB meta file). */
   static final long MAX_MAPPED_BYTES = 64L << 20;
 
-  private static final MethodHandle INVOKE_CLEANER;
-  private static final Throwable UNAVAILABILITY_CAUSE;
+  private static final Throwable UNAVAILABILITY_CAUSE = probe();
   private static final int LIMIT = limit();
   private static final AtomicInteger LIVE = new AtomicInteger();
 
-  static {
-    MethodHandle h = null;
-    Throwable cause = null;
-    try {
-      Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
-      Field f = unsafeClass.getDeclaredField("theUnsafe");
-      f.setAccessible(true);
-      h =
-          MethodHandles.lookup()
-              .findVirtual(
-                  unsafeClass, "invokeCleaner", MethodType.methodType(void.class, ByteBuffer.class))
-              .bindTo(f.get(null));
-    } catch (ReflectiveOperationException | RuntimeException e) {
-      cause = e;
-      LOG.info(
-          "meta files are not mapped (sun.misc.Unsafe.invokeCleaner is unavailable: {}); verified"
-              + " reads pread their checksums",
-          e.toString());
-    }
-    INVOKE_CLEANER = h;
-    UNAVAILABILITY_CAUSE = cause;
-  }
-
   private ChecksumMappings() {}
+
+  private static Throwable probe() {
+    Throwable cause = NativeIo.isAvailable() ? null : NativeIo.unavailabilityCause();
+    if (cause != null) {
+      LOG.info(
+          "meta files are not mapped (native calls are unavailable: {}); verified reads pread"
+              + " their checksums",
+          cause.toString());
+    }
+    return cause;
+  }
 
   /** A quarter of {@code vm.max_map_count}, or 16384 if it cannot be read. */
   static int limit() {
@@ -79,9 +71,9 @@ final class ChecksumMappings {
     }
   }
 
-  /** Whether meta files can be mapped and unmapped deterministically in this JVM. */
+  /** Whether meta files can be mapped and released safely in this JVM. */
   static boolean isAvailable() {
-    return INVOKE_CLEANER != null;
+    return UNAVAILABILITY_CAUSE == null;
   }
 
   /** Why {@link #isAvailable()} is false, or null. */
@@ -89,18 +81,18 @@ final class ChecksumMappings {
     return UNAVAILABILITY_CAUSE;
   }
 
-  /** Live mappings in this process. */
+  /** Live (not yet released) mappings in this process. */
   static int live() {
     return LIVE.get();
   }
 
   /**
    * Maps {@code size} bytes of {@code meta} read-only, or returns null (unavailable, too large, at
-   * the limit, or mmap failed): the caller then preads. A non-null result must be given back to
-   * {@link #unmap} exactly once, after its last use.
+   * the limit, or mmap failed): the caller then preads. A non-null result must be given to {@link
+   * #release} exactly once, when its replica closes.
    */
   static MappedByteBuffer map(FileChannel meta, long size) {
-    if (INVOKE_CLEANER == null || size > MAX_MAPPED_BYTES || size <= 0) {
+    if (UNAVAILABILITY_CAUSE != null || size > MAX_MAPPED_BYTES || size <= 0) {
       return null;
     }
     if (LIVE.incrementAndGet() > LIMIT) {
@@ -116,12 +108,21 @@ final class ChecksumMappings {
     }
   }
 
-  /** Unmaps now. The buffer must not be touched afterwards (that would fault). */
-  static void unmap(MappedByteBuffer mapping) {
+  /**
+   * Releases the meta file behind {@code mapping} now: its pages become private zero pages, so the
+   * file is no longer mapped and a late read sees zeros rather than faulting; the address range is
+   * unmapped by the garbage collector with the buffer. Should the replacement fail, the file stays
+   * mapped until then (memory and disk space held longer; nothing is ever unmapped under a reader).
+   */
+  static void release(MappedByteBuffer mapping) {
     try {
-      INVOKE_CLEANER.invokeExact((ByteBuffer) mapping);
-    } catch (Throwable t) {
-      LOG.warn("unmapping a meta file failed; the garbage collector will", t);
+      long address = NativeIo.addressOf(mapping);
+      // A mapping made at file offset 0 starts on a page; mmap rounds the length up to pages.
+      NativeIo.replaceWithZeroPages(address, mapping.capacity());
+    } catch (IOException | RuntimeException e) {
+      LOG.warn(
+          "releasing a meta file mapping failed; it stays mapped until garbage collected: {}",
+          e.toString());
     } finally {
       LIVE.decrementAndGet();
     }

@@ -308,6 +308,11 @@ public final class LocalBlockReader {
       int expected = storedSum(replica, sums, base + i * 4);
       int actual = (int) crc.getValue();
       if (expected != actual) {
+        if (replica.isClosed()) {
+          // A lease read after its replica closed: the released mapping reads as zeros. Not
+          // corruption, and nothing to report.
+          throw new java.nio.channels.ClosedChannelException();
+        }
         long badOffset = position + (long) i * bpc;
         throw new ChecksumException(
             "Checksum error: "
@@ -375,12 +380,18 @@ public final class LocalBlockReader {
   private static int readFully(FileChannel ch, ByteBuffer dst, long position, int want)
       throws IOException {
     int done = 0;
-    while (done < want) {
-      int n = ch.read(dst, position + done);
-      if (n < 0) {
-        break;
+    try {
+      while (done < want) {
+        int n = ch.read(dst, position + done);
+        if (n < 0) {
+          break;
+        }
+        done += n;
       }
-      done += n;
+    } catch (java.nio.channels.ClosedByInterruptException e) {
+      // This thread's interrupt closed a channel other leases share (interruptible channels only).
+      UninterruptibleChannels.noteInterruptClosedAChannel();
+      throw e;
     }
     return done;
   }

@@ -13,10 +13,19 @@ import java.nio.channels.FileChannel;
  * closed at once (the mapping keeps the file), so the replica holds one fd, and verified reads find
  * their checksums in memory. Otherwise the meta channel stays open and checksums are pread.
  *
- * <p>fd ownership: this object owns the channels and the mapping; {@link #close()} closes and
- * unmaps them, once. The caller must not read after (or during) {@link #close()}: the replica cache
- * guarantees that by closing a replica only after its last lease. Reads use positional {@code
- * FileChannel.read} and absolute buffer reads, safe from many threads at once.
+ * <p><b>Interrupts.</b> The channels are made uninterruptible when the JVM allows it ({@link
+ * UninterruptibleChannels}): a {@code Thread.interrupt()} of one reader then cannot close the
+ * channel every lease of this replica shares. Otherwise an interrupt closes it for everyone: {@link
+ * #isOpen()} turns false, the cache replaces the replica, and readers that meet the closed channel
+ * take a fresh lease (see {@code ScrInputStream}).
+ *
+ * <p>fd ownership: this object owns the channels and the mapping; {@link #close()} closes the
+ * channels and releases the mapping, once. Nothing a reader can reach is unmapped or freed by
+ * {@link #close()}: a closed channel throws {@code ClosedChannelException}, and the released
+ * mapping reads as zeros until the garbage collector unmaps it ({@link ChecksumMappings}), so even
+ * a lease used after its close (a caller's bug) fails with an exception, never a crash. The replica
+ * cache closes a replica only after its last lease. Reads use positional {@code FileChannel.read}
+ * and absolute buffer reads, safe from many threads at once.
  */
 public final class ReplicaFiles implements Closeable {
   private final FileChannel data;
@@ -70,6 +79,8 @@ public final class ReplicaFiles implements Closeable {
       throws IOException {
     MappedByteBuffer mapped = null;
     try {
+      UninterruptibleChannels.apply(data);
+      UninterruptibleChannels.apply(meta);
       MetaHeader header = MetaHeader.read(meta);
       long dataLength = data.size();
       if (mapChecksums && header.type() != MetaHeader.TYPE_NULL) {
@@ -81,7 +92,7 @@ public final class ReplicaFiles implements Closeable {
       return new ReplicaFiles(data, meta, header, dataLength, blockName, mapped);
     } catch (IOException | RuntimeException e) {
       if (mapped != null) {
-        ChecksumMappings.unmap(mapped);
+        ChecksumMappings.release(mapped);
       }
       try {
         data.close();
@@ -135,7 +146,12 @@ public final class ReplicaFiles implements Closeable {
     return !closed && data.isOpen() && (sums != null || meta.isOpen());
   }
 
-  /** Closes both channels and unmaps the meta file; idempotent. */
+  /** Whether {@link #close()} has run (a checksum read from the mapping may then be zeros). */
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /** Closes both channels and releases the meta file mapping; idempotent. */
   @Override
   public synchronized void close() throws IOException {
     if (closed) {
@@ -149,7 +165,7 @@ public final class ReplicaFiles implements Closeable {
         meta.close();
       } finally {
         if (sums != null) {
-          ChecksumMappings.unmap(sums);
+          ChecksumMappings.release(sums);
         }
       }
     }

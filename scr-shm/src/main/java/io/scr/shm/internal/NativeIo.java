@@ -174,6 +174,20 @@ public final class NativeIo {
     }
   }
 
+  /**
+   * The address of a direct buffer's first byte (JNI {@code GetDirectBufferAddress}, through
+   * jnr-ffi: no {@code --add-opens} needed). The buffer must be kept reachable while the address is
+   * used: the address says nothing about the lifetime of the memory.
+   *
+   * @throws IllegalArgumentException if {@code buffer} is not direct
+   */
+  public static long addressOf(java.nio.ByteBuffer buffer) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("not a direct buffer: " + buffer);
+    }
+    return Pointer.wrap(Runtime.getSystemRuntime(), buffer).address();
+  }
+
   /** {@code munmap(address, length)}. */
   public static void munmap(long address, long length) throws IOException {
     LibC c = libc();
