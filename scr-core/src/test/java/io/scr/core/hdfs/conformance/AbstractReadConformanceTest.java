@@ -12,11 +12,14 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -524,6 +527,304 @@ public abstract class AbstractReadConformanceTest {
     in.close(); // idempotent
     assertThrows(IOException.class, () -> in.read(0, new byte[16], 0, 16));
     assertThrows(IOException.class, () -> in.read(new byte[16], 0, 16));
+  }
+
+  // ---------------------------------------------------------------- edge parity with stock
+
+  /**
+   * The edge table: every read method with empty buffers (a {@code byte[0]}, a heap or direct
+   * {@code ByteBuffer} with nothing remaining), zero lengths, and at, just before and past the end
+   * of files whose ends sit mid-chunk, on a chunk and on a block boundary. Each case runs on a
+   * fresh stream of this path and of the stock TCP stream on the same cluster, and the outcomes
+   * must be equal value for value: what the call returned (or the exception type it threw), the
+   * bytes it put into the buffer, the buffer's position and limit, and the stream's position
+   * afterwards.
+   */
+  @ParameterizedTest
+  @MethodSource("paths")
+  void edgeCasesMatchStockValueForValue(ReadPath path) throws IOException {
+    FileSystem stock = ReadPath.STOCK_TCP.open(dfs());
+    FileSystem fs = path.open(dfs());
+    List<String> diffs = new ArrayList<>();
+    int cases = 0;
+    for (Map.Entry<Path, byte[]> file : files.entrySet()) {
+      int length = file.getValue().length;
+      if (!EDGE_FILE_SIZES.contains(length)) {
+        continue;
+      }
+      for (EdgeCase c : edgeCases(length)) {
+        cases++;
+        String want = c.outcome(stock, file.getKey());
+        String got = c.outcome(fs, file.getKey());
+        if (!want.equals(got)) {
+          diffs.add(
+              String.format(
+                  "%s, file of %d bytes: stock %s; %s %s", c.name, length, want, path, got));
+        }
+      }
+    }
+    assertTrue(
+        diffs.isEmpty(),
+        path
+            + " differs from stock (STOCK_TCP) in "
+            + diffs.size()
+            + " of "
+            + cases
+            + " edge cases:\n  "
+            + String.join("\n  ", diffs));
+  }
+
+  /** Ends of file mid-chunk, on a chunk, on a block boundary and just past one; and empty. */
+  private static final List<Integer> EDGE_FILE_SIZES =
+      List.of(0, 1, CHUNK + 1, BLOCK_SIZE, BLOCK_SIZE + 1);
+
+  /** A call on a stream that was seeked to {@link EdgeCase#seekTo}; returns what it observed. */
+  @FunctionalInterface
+  private interface EdgeOp {
+    String run(FSDataInputStream in) throws Exception;
+  }
+
+  /** One row of the edge table. */
+  private static final class EdgeCase {
+    final String name;
+    final long seekTo;
+    final EdgeOp op;
+
+    EdgeCase(String name, long seekTo, EdgeOp op) {
+      this.name = name;
+      this.seekTo = seekTo;
+      this.op = op;
+    }
+
+    /** What the call did on a fresh stream of {@code fs}: result or exception type, then getPos. */
+    String outcome(FileSystem fs, Path file) throws IOException {
+      try (FSDataInputStream in = fs.open(file)) {
+        in.seek(seekTo);
+        String result;
+        try {
+          result = op.run(in);
+        } catch (Exception e) {
+          Throwable t = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+          result = "threw " + t.getClass().getName();
+        }
+        return result + ", stream at " + in.getPos();
+      }
+    }
+  }
+
+  /** The edge table for a file of {@code length} bytes. */
+  private static List<EdgeCase> edgeCases(int length) {
+    List<EdgeCase> out = new ArrayList<>();
+    // Stateful reads, from positions the stream can seek to: start, middle, last byte, EOF.
+    for (long at :
+        new TreeSet<>(List.of(0L, length / 2L, Math.max(0L, length - 1L), (long) length))) {
+      String where = "at " + at;
+      out.add(new EdgeCase("read() " + where, at, in -> "returned " + in.read()));
+      out.add(
+          new EdgeCase(
+              "read(byte[0], 0, 0) " + where, at, in -> bytes(in.read(new byte[0], 0, 0), null)));
+      out.add(
+          new EdgeCase(
+              "read(byte[8], 0, 0) " + where,
+              at,
+              in -> {
+                byte[] b = new byte[8];
+                return bytes(in.read(b, 0, 0), b);
+              }));
+      out.add(
+          new EdgeCase(
+              "read(byte[8], 8, 0) " + where,
+              at,
+              in -> {
+                byte[] b = new byte[8];
+                return bytes(in.read(b, 8, 0), b);
+              }));
+      out.add(
+          new EdgeCase(
+              "read(byte[8], 0, 8) " + where,
+              at,
+              in -> {
+                byte[] b = new byte[8];
+                return bytes(in.read(b, 0, 8), b);
+              }));
+      for (boolean direct : new boolean[] {false, true}) {
+        String kind = direct ? "direct" : "heap";
+        out.add(
+            new EdgeCase(
+                "read(ByteBuffer " + kind + ", capacity 0) " + where,
+                at,
+                in -> {
+                  ByteBuffer b = buffer(direct, 0, 0);
+                  return buffer(in.read(b), b);
+                }));
+        out.add(
+            new EdgeCase(
+                "read(ByteBuffer " + kind + ", position = limit = 4 of 8) " + where,
+                at,
+                in -> {
+                  ByteBuffer b = buffer(direct, 8, 0);
+                  return buffer(in.read(b), b);
+                }));
+        out.add(
+            new EdgeCase(
+                "read(ByteBuffer " + kind + ", 8 remaining) " + where,
+                at,
+                in -> {
+                  ByteBuffer b = buffer(direct, 8, 8);
+                  return buffer(in.read(b), b);
+                }));
+      }
+      out.add(
+          new EdgeCase(
+              "readFully(byte[0]) " + where,
+              at,
+              in -> {
+                in.readFully(new byte[0]);
+                return "returned";
+              }));
+      out.add(
+          new EdgeCase(
+              "readFully(byte[8], 0, 0) " + where,
+              at,
+              in -> {
+                byte[] b = new byte[8];
+                in.readFully(b, 0, 0);
+                return bytes(0, b);
+              }));
+      out.add(
+          new EdgeCase(
+              "readFully(byte[8]) " + where,
+              at,
+              in -> {
+                byte[] b = new byte[8];
+                in.readFully(b);
+                return bytes(8, b);
+              }));
+      out.add(new EdgeCase("skip(0) " + where, at, in -> "returned " + in.skip(0)));
+      out.add(new EdgeCase("skip(8) " + where, at, in -> "returned " + in.skip(8)));
+      out.add(new EdgeCase("available() " + where, at, in -> "returned " + in.available()));
+    }
+    // Positional reads (the stream stays at 0): start, middle, last byte, EOF, past EOF.
+    for (long at :
+        new TreeSet<>(
+            List.of(
+                0L,
+                length / 2L,
+                Math.max(0L, length - 1L),
+                (long) length,
+                length + 1L,
+                length + 4096L))) {
+      out.add(
+          new EdgeCase(
+              "read(" + at + ", byte[0], 0, 0)",
+              0,
+              in -> bytes(in.read(at, new byte[0], 0, 0), null)));
+      out.add(
+          new EdgeCase(
+              "read(" + at + ", byte[8], 0, 0)",
+              0,
+              in -> {
+                byte[] b = new byte[8];
+                return bytes(in.read(at, b, 0, 0), b);
+              }));
+      out.add(
+          new EdgeCase(
+              "read(" + at + ", byte[8], 0, 8)",
+              0,
+              in -> {
+                byte[] b = new byte[8];
+                return bytes(in.read(at, b, 0, 8), b);
+              }));
+      out.add(
+          new EdgeCase(
+              "readFully(" + at + ", byte[0])",
+              0,
+              in -> {
+                in.readFully(at, new byte[0]);
+                return "returned";
+              }));
+      out.add(
+          new EdgeCase(
+              "readFully(" + at + ", byte[8], 0, 0)",
+              0,
+              in -> {
+                byte[] b = new byte[8];
+                in.readFully(at, b, 0, 0);
+                return bytes(0, b);
+              }));
+      out.add(
+          new EdgeCase(
+              "readFully(" + at + ", byte[8])",
+              0,
+              in -> {
+                byte[] b = new byte[8];
+                in.readFully(at, b);
+                return bytes(8, b);
+              }));
+      for (boolean direct : new boolean[] {false, true}) {
+        String kind = direct ? "direct" : "heap";
+        int[][] shapes = {{0, 0}, {8, 0}, {8, 8}}; // capacity, remaining
+        for (int[] shape : shapes) {
+          String buf =
+              "ByteBuffer "
+                  + kind
+                  + ", "
+                  + (shape[0] == 0 ? "capacity 0" : shape[1] + " remaining");
+          out.add(
+              new EdgeCase(
+                  "read(" + at + ", " + buf + ")",
+                  0,
+                  in -> {
+                    ByteBuffer b = buffer(direct, shape[0], shape[1]);
+                    return buffer(in.read(at, b), b);
+                  }));
+          out.add(
+              new EdgeCase(
+                  "readFully(" + at + ", " + buf + ")",
+                  0,
+                  in -> {
+                    ByteBuffer b = buffer(direct, shape[0], shape[1]);
+                    in.readFully(at, b);
+                    return buffer(0, b);
+                  }));
+        }
+        out.add(
+            new EdgeCase(
+                "readVectored([" + at + ", +8), " + kind + ")",
+                0,
+                in -> {
+                  FileRange range = FileRange.createFileRange(at, 8);
+                  in.readVectored(
+                      List.of(range), direct ? ByteBuffer::allocateDirect : ByteBuffer::allocate);
+                  ByteBuffer b = range.getData().get(30, TimeUnit.SECONDS);
+                  return buffer(b.remaining(), b);
+                }));
+      }
+    }
+    return out;
+  }
+
+  /** A buffer of {@code capacity} with {@code remaining} bytes of room, positioned at 4 if any. */
+  private static ByteBuffer buffer(boolean direct, int capacity, int remaining) {
+    ByteBuffer b = direct ? ByteBuffer.allocateDirect(capacity) : ByteBuffer.allocate(capacity);
+    if (capacity > 0 && remaining == 0) {
+      b.position(4).limit(4);
+    }
+    return b;
+  }
+
+  private static String bytes(int returned, byte[] b) {
+    return "returned " + returned + (b == null ? "" : ", bytes " + Arrays.toString(b));
+  }
+
+  private static String buffer(int returned, ByteBuffer b) {
+    ByteBuffer all = b.duplicate();
+    all.clear();
+    byte[] content = new byte[all.remaining()];
+    all.get(content);
+    return String.format(
+        "returned %d, buffer position %d limit %d, bytes %s",
+        returned, b.position(), b.limit(), Arrays.toString(content));
   }
 
   // ---------------------------------------------------------------- helpers
