@@ -34,6 +34,7 @@ import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.server.common.HdfsServerConstants.ReplicaState;
 import org.apache.hadoop.hdfs.server.datanode.DatanodeUtil;
 import org.apache.hadoop.hdfs.server.datanode.Replica;
+import org.apache.hadoop.hdfs.server.datanode.ReplicaNotFoundException;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.apache.hadoop.security.token.Token;
@@ -312,7 +313,17 @@ final class ShortCircuitService {
         accounting.fdRequestOpening(); // stock got as far as opening the files
       }
       // Same mapping as stock: any other IOException is ERROR with its message.
-      LOG.error("Request short-circuit read file descriptor failed with unknown error.", e);
+      if (isReplicaAbsent(e)) {
+        // Not a DataNode problem: a client asked the wrong local DataNode (several per host) or
+        // a replica that moved. Stock logs a stack trace at ERROR for it; one line is enough, and
+        // writing a trace per request made every refusal cost a log write.
+        LOG.info(
+            "Request short-circuit read file descriptor refused for pid {}: {}",
+            pid,
+            e.getMessage());
+      } else {
+        LOG.error("Request short-circuit read file descriptor failed with unknown error.", e);
+      }
       g.response =
           BlockOpResponseProto.newBuilder()
               .setStatus(Status.ERROR)
@@ -326,6 +337,20 @@ final class ShortCircuitService {
         unregisterAfterFailure(registered);
       }
     }
+  }
+
+  /**
+   * Whether opening the replica failed because this DataNode holds no such replica (unknown block,
+   * or another generation stamp): {@code FsDatasetImpl.getBlockInputStream}'s "No data exists for
+   * block", {@code ReplicaNotFoundException}, and {@link #replicaOf}'s lookup.
+   */
+  static boolean isReplicaAbsent(IOException e) {
+    if (e instanceof ReplicaNotFoundException) {
+      return true;
+    }
+    String m = e.getMessage();
+    return m != null
+        && (m.startsWith("No data exists for block") || m.startsWith("Replica not found for"));
   }
 
   private static FdGrant unsupported(FdGrant g, String message) {
