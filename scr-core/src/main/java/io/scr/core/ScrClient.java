@@ -22,6 +22,7 @@ import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.conf.Configuration;
@@ -90,6 +91,15 @@ public final class ScrClient implements Closeable {
    * refers back to the engine, so the entries would otherwise keep their own key alive).
    */
   private volatile ThreadLocal<LeaseSpare> spares = new ThreadLocal<>();
+
+  /**
+   * Every thread's spare holder, so that {@link #close()} can empty them: a thread-local entry
+   * whose key is gone stays in its thread's map until that thread happens to touch its
+   * thread-locals again, and a spare lease refers to the whole engine (cache, slot pools, buffers).
+   * Weak: a holder goes with its thread. Touched once per thread and by close.
+   */
+  private final java.util.Set<LeaseSpare> spareHolders =
+      Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
   ScrClient(Configuration conf, String context, Ticker ticker) {
     this.context = context;
@@ -387,10 +397,13 @@ public final class ScrClient implements Closeable {
     LeaseSpare spare = local.get();
     if (spare == null) {
       spare = new LeaseSpare();
+      spareHolders.add(spare);
       local.set(spare);
     }
     ReplicaLease reuse = spare.lease;
-    spare.lease = null; // taken: a nested lease on this thread must not reopen it
+    if (reuse != null) {
+      spare.take(); // taken: a nested lease on this thread must not reopen it
+    }
     // On null or an exception the spare is dropped rather than kept: it is closed then, but a
     // failure path is not worth proving that for.
     return lease(block, token, socketPath, fileName, reuse);
@@ -407,6 +420,11 @@ public final class ScrClient implements Closeable {
       LeaseSpare spare = local.get();
       if (spare != null && spare.lease == null) {
         spare.lease = lease;
+        // Written before reading the flag, as close() writes the flag before emptying holders:
+        // one of the two sees the other, so no spare outlives the engine.
+        if (closed) {
+          spare.lease = null;
+        }
       }
     }
   }
@@ -656,13 +674,41 @@ public final class ScrClient implements Closeable {
       reporter = summary;
       summary = null;
     }
+    synchronized (spareHolders) {
+      for (LeaseSpare spare : spareHolders) {
+        spare.lease = null; // each thread's map keeps an empty holder, nothing of the engine
+      }
+      spareHolders.clear();
+    }
     stopObservability(reporter);
     replicas.close();
   }
 
-  /** One thread's spare lease object: confined to that thread. */
+  /**
+   * One thread's spare lease object: used by that thread; emptied by {@link #close()} from another.
+   */
   private static final class LeaseSpare {
-    ReplicaLease lease;
+    private static final java.lang.invoke.VarHandle LEASE;
+
+    static {
+      try {
+        LEASE =
+            java.lang.invoke.MethodHandles.lookup()
+                .findVarHandle(LeaseSpare.class, "lease", ReplicaLease.class);
+      } catch (ReflectiveOperationException e) {
+        throw new ExceptionInInitializerError(e);
+      }
+    }
+
+    /**
+     * Volatile for the hand-over with close (see closeToThreadSpare); the owner's own clear needs
+     * no fence ({@link #take}): racing close's clear, both write null.
+     */
+    volatile ReplicaLease lease;
+
+    void take() {
+      LEASE.setOpaque(this, (ReplicaLease) null);
+    }
   }
 
   @Override

@@ -4,7 +4,10 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.util.Collections;
 import java.util.Objects;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 import java.util.zip.Checksum;
@@ -42,13 +45,25 @@ import org.apache.hadoop.fs.ChecksumException;
  *
  * <p>Thread-safety: thread-safe; many threads may read the same replica concurrently. Buffers are
  * per thread (one scratch of the configured size and one checksum buffer, direct), never per stream
- * or per read; the hit path allocates nothing beyond them.
+ * or per read; the hit path allocates nothing beyond them. {@link #close()} drops every thread's
+ * buffers (each thread's thread-local keeps only an empty holder), so nothing per thread outlives
+ * the engine; it frees nothing itself, because another thread may be reading into them right now:
+ * they go with the garbage collector once that read ends.
  */
 public final class LocalBlockReader {
   private static final int MAX_CHUNKS_PER_READ = 4096;
 
   private final int scratchBytes;
-  private final ThreadLocal<Scratch> scratch;
+  private final ThreadLocal<ScratchHolder> scratch;
+
+  /**
+   * Every thread's holder, so that {@link #close()} can empty them. Weak: a holder goes with its
+   * thread. Guarded by its own monitor; touched once per thread and by close.
+   */
+  private final Set<ScratchHolder> holders =
+      Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
+
+  private volatile boolean closed;
 
   /**
    * @param scratchBytes size of the per-thread scratch for unaligned checksummed reads
@@ -58,7 +73,46 @@ public final class LocalBlockReader {
       throw new IllegalArgumentException("scratch must be at least 512 bytes: " + scratchBytes);
     }
     this.scratchBytes = scratchBytes;
-    this.scratch = ThreadLocal.withInitial(() -> new Scratch(this.scratchBytes));
+    this.scratch =
+        ThreadLocal.withInitial(
+            () -> {
+              ScratchHolder h = new ScratchHolder();
+              holders.add(h);
+              return h;
+            });
+  }
+
+  /**
+   * This thread's buffers. After {@link #close()} (a lease that outlived its engine) a read gets
+   * buffers of its own, which are not kept.
+   */
+  private Scratch scratch() {
+    ScratchHolder h = scratch.get();
+    Scratch s = h.scratch;
+    if (s == null) {
+      s = new Scratch(scratchBytes);
+      h.scratch = s;
+      // Written before reading the flag, as close() writes the flag before emptying holders: one
+      // of the two sees the other, so a holder is never left full after close.
+      if (closed) {
+        h.scratch = null;
+      }
+    }
+    return s;
+  }
+
+  /**
+   * Drops every thread's buffers (see the class comment); idempotent. Reads still work afterwards,
+   * each with buffers of its own.
+   */
+  public void close() {
+    closed = true;
+    synchronized (holders) {
+      for (ScratchHolder h : holders) {
+        h.scratch = null;
+      }
+      holders.clear();
+    }
   }
 
   /**
@@ -90,7 +144,7 @@ public final class LocalBlockReader {
     long end = position + want;
     boolean startAligned = position % bpc == 0;
     boolean endAligned = end % bpc == 0 || end == length;
-    Scratch s = scratch.get();
+    Scratch s = scratch();
     if (startAligned && (endAligned || want >= bpc)) {
       if (!endAligned) {
         want -= (int) (end % bpc);
@@ -136,7 +190,7 @@ public final class LocalBlockReader {
       return read(replica, position, ByteBuffer.wrap(buf, off, want), verify, fileName);
     }
     MetaHeader header = replica.header();
-    Scratch s = scratch.get();
+    Scratch s = scratch();
     ByteBuffer data = s.data(header.bytesPerChecksum());
     int n;
     if (!verify || header.type() == MetaHeader.TYPE_NULL) {
@@ -409,6 +463,15 @@ public final class LocalBlockReader {
             + " (length when opened: "
             + replica.length()
             + "); the replica was truncated or replaced");
+  }
+
+  /**
+   * What a thread's thread-local holds: an empty shell once the reader is closed. Static, so it
+   * keeps nothing of the reader alive.
+   */
+  private static final class ScratchHolder {
+    /** Written by its thread, and emptied by {@link #close()} from another. */
+    volatile Scratch scratch;
   }
 
   /** Per-thread buffers and checksum engines. */

@@ -62,6 +62,13 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
   private final SegmentWatcherHolder watcher;
   private final String clientName;
   private final boolean shmEnabled;
+
+  /**
+   * Whether the pool fetches segments ahead of need (low watermark above zero). Without, nothing is
+   * fetched until an allocation asks, so there is no first segment in flight to wait for.
+   */
+  private final boolean poolFetchesAhead;
+
   private final ConcurrentHashMap<ShmId, DomainConnection> segments = new ConcurrentHashMap<>();
 
   private volatile SlotPool slots;
@@ -84,6 +91,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       SegmentWatcherHolder watcher,
       String clientName,
       boolean shmEnabled,
+      boolean poolFetchesAhead,
       Function<DataNodeEndpoint, SlotPool> slotPoolFactory) {
     this.path = path;
     this.pool = pool;
@@ -93,6 +101,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     this.watcher = watcher;
     this.clientName = clientName;
     this.shmEnabled = shmEnabled && ShmSupport.isAvailable();
+    this.poolFetchesAhead = poolFetchesAhead;
     this.slotPoolFactory = slotPoolFactory;
     if (shmEnabled && !ShmSupport.isAvailable()) {
       LOG.info(
@@ -123,7 +132,10 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     if (p == null) {
       return null;
     }
-    if (!firstSegment.isDone() && !awaitFirstSegment()) {
+    // With low watermark 0 the allocation itself asks for the segment (and waits for it at most
+    // the pool's allocation wait): waiting here for a fetch nobody started took the whole exchange
+    // timeout (6 s).
+    if (poolFetchesAhead && !firstSegment.isDone() && !awaitFirstSegment()) {
       return null;
     }
     try {
@@ -214,8 +226,21 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     return segment;
   }
 
+  /**
+   * The DataNode closed a segment's connection (watcher thread). The segment may not be in the pool
+   * yet: the watch starts in {@link #fetch()}, before the pool adopts what it returns; the pool
+   * remembers a disconnect of the segment it is fetching (issue 14: it used to be lost, and the
+   * dead segment stayed allocatable). During the pool's very first fetch {@code slots} may not be
+   * set yet: the monitor is held while the pool is built, so taking it waits for that (a few
+   * microseconds, once per endpoint) instead of dropping the report.
+   */
   private void onDisconnect(ShmId id) {
     SlotPool p = slots;
+    if (p == null) {
+      synchronized (this) {
+        p = slots;
+      }
+    }
     if (p != null && segments.containsKey(id)) {
       LOG.debug("DataNode at {} dropped segment {}", path, id);
       p.segmentDisconnected(id);

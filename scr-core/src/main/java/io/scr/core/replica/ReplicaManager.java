@@ -89,6 +89,13 @@ public final class ReplicaManager implements Closeable {
   @com.google.errorprone.annotations.concurrent.GuardedBy("watcherLock")
   private boolean closed;
 
+  /**
+   * The closed gate: set first thing in {@link #close()}. After it no endpoint (hence no slot-pool
+   * thread, segment or socket) is created and a load in flight ends as {@link
+   * FallbackReason#CLOSED}, not as an I/O failure that would back a path off.
+   */
+  private volatile boolean closing;
+
   private ReplicaManager(Builder b) {
     this.name = b.name;
     this.pool = b.pool;
@@ -243,6 +250,10 @@ public final class ReplicaManager implements Closeable {
         fallbacks.accept(FallbackReason.FD_BUDGET);
         return null;
       } catch (LeaseLoadException e) {
+        if (closing) {
+          fallbacks.accept(FallbackReason.CLOSED); // the engine closed under this load
+          return null;
+        }
         return failed(e.getCause() != null ? e.getCause() : e, fallbacks);
       } catch (LeaseCacheClosedException e) {
         fallbacks.accept(FallbackReason.CLOSED);
@@ -353,6 +364,10 @@ public final class ReplicaManager implements Closeable {
   }
 
   private void classify(String path, Exception e) {
+    if (closing) {
+      // The engine closed under this request (its socket pool is gone): not the path's fault.
+      return;
+    }
     if (e instanceof DomainConnectException) {
       backoff.recordFailure(path, FailureClass.CONNECT, e.getMessage());
     } else if (e instanceof ShortCircuitRefusedException) {
@@ -390,11 +405,34 @@ public final class ReplicaManager implements Closeable {
     }
   }
 
-  private DataNodeEndpoint endpoint(String path) {
+  /**
+   * The endpoint of {@code path}, created on first use unless the manager is closing.
+   *
+   * @throws IOException when the manager is closing or closed (a load that raced {@link #close()})
+   */
+  DataNodeEndpoint endpoint(String path) throws IOException {
     DataNodeEndpoint e = endpoints.get(path);
-    if (e != null) {
-      return e;
+    if (e == null) {
+      if (closing) {
+        throw closedException(path);
+      }
+      e = newEndpoint(path);
     }
+    if (closing) {
+      // close() may have listed the endpoints before this one was added: close it here (it is
+      // idempotent, and a closed endpoint never builds a pool), so nothing of it outlives us.
+      e.close();
+      throw closedException(path);
+    }
+    return e;
+  }
+
+  private IOException closedException(String path) {
+    return new IOException(
+        "replica manager " + name + " is closed; no short-circuit read from " + path);
+  }
+
+  private DataNodeEndpoint newEndpoint(String path) {
     return endpoints.computeIfAbsent(
         path,
         p ->
@@ -407,6 +445,7 @@ public final class ReplicaManager implements Closeable {
                 this::watcher,
                 clientName,
                 shmEnabled,
+                slotLowWatermark > 0,
                 this::newSlotPool));
   }
 
@@ -428,7 +467,7 @@ public final class ReplicaManager implements Closeable {
 
   private SegmentWatcher watcher() throws IOException {
     synchronized (watcherLock) {
-      if (closed) {
+      if (closed || closing) {
         throw new IOException("replica manager " + name + " is closed");
       }
       if (watcher == null) {
@@ -487,6 +526,7 @@ public final class ReplicaManager implements Closeable {
 
   @Override
   public void close() {
+    closing = true;
     cache.close();
     for (DataNodeEndpoint e : endpoints.values()) {
       e.close();
@@ -501,6 +541,7 @@ public final class ReplicaManager implements Closeable {
       w.close();
     }
     pool.close();
+    reader.close(); // every thread's scratch buffers (direct memory) go with the engine
   }
 
   /** Configuration of a {@link ReplicaManager}. Not thread-safe. */
