@@ -47,6 +47,11 @@ final class Targets {
   static final String SCAN = "ScanBenchmark.scan1m";
   static final String OPEN = "ReplicaOpenBenchmark.firstRead";
   static final String ODYSSEY = "OdysseyBenchmark.pread4k";
+  static final String REMOTE_PAIR = "RemoteReadBenchmark.pair";
+  static final String REMOTE = "RemoteReadBenchmark.pread";
+
+  /** Blocks of the {@link #REMOTE} file ({@code RemoteReadBenchmark.BLOCKS}). */
+  static final int REMOTE_BLOCKS = 4;
 
   /** Evaluates every target against {@code rows}. */
   static List<Target> evaluate(List<Row> rows) {
@@ -151,7 +156,49 @@ final class Targets {
                                 : BenchReport.fmt(r.allocBytesPerOp()))
                     .orElse("—")
                 + " B/op"));
+    for (String path :
+        List.of("SCR_ACCESSOR", "SCR_FILESYSTEM", "SCR_ACCESSOR_SHIM", "SCR_FILESYSTEM_SHIM")) {
+      out.add(remotePairTarget(rows, path));
+    }
+    for (String path :
+        List.of("SCR_ACCESSOR", "SCR_FILESYSTEM", "SCR_ACCESSOR_SHIM", "SCR_FILESYSTEM_SHIM")) {
+      out.add(
+          new Target(
+              "remote blocks: fd requests to the local DataNode per block while measuring, " + path,
+              find(rows, REMOTE, path, 1, "4096")
+                  .map(r -> r.secondaryScore("fdRequests") / REMOTE_BLOCKS)
+                  .orElse(Double.NaN),
+              "requests",
+              Direction.AT_MOST,
+              1,
+              "secondary fdRequests of "
+                  + REMOTE
+                  + " (DataNode 0's BlocksGetLocalPathInfo, summed over iterations and forks)"
+                  + " / "
+                  + REMOTE_BLOCKS
+                  + " blocks; a trial fails if asked more than once per block overall"));
+    }
     return out;
+  }
+
+  /** {@code pair:scr / pair:stock} of the last {@link #REMOTE_PAIR} result for {@code path}. */
+  private static Target remotePairTarget(List<Row> rows, String path) {
+    double ratio =
+        rows.stream()
+            .filter(r -> r.group().equals(REMOTE_PAIR) && r.adapter().equals(path))
+            .reduce((a, b) -> b)
+            .map(r -> r.secondaryScore("scr") / r.secondaryScore("stock"))
+            .orElse(Double.NaN);
+    return new Target(
+        "remote blocks (only on a DataNode whose socket the client lacks), random 4 KiB pread, side"
+            + " by side with STOCK_TCP in one fork: "
+            + path
+            + " / STOCK_TCP",
+        ratio,
+        "x",
+        Direction.AT_MOST,
+        1.05,
+        "pair:scr / pair:stock µs/op, " + REMOTE_PAIR);
   }
 
   /** The Markdown table of {@link #evaluate}. */

@@ -118,6 +118,42 @@ class TargetsTest {
   }
 
   @Test
+  void judgesRemoteReadsAgainstStockTcpInTheSameForkAndFdRequestsPerBlock() throws Exception {
+    String json =
+        """
+        [ { "benchmark" : "io.scr.benchmarks.read.RemoteReadBenchmark.pair", "mode" : "avgt",
+            "threads" : 2, "params" : { "path" : "SCR_ACCESSOR", "readSize" : "4096" },
+            "primaryMetric" : { "score" : 300.0, "scoreError" : 1, "scoreUnit" : "us/op" },
+            "secondaryMetrics" : { "stock" : { "score" : 290.0 }, "scr" : { "score" : 310.0 } } },
+          { "benchmark" : "io.scr.benchmarks.read.RemoteReadBenchmark.pair", "mode" : "avgt",
+            "threads" : 2, "params" : { "path" : "SCR_FILESYSTEM", "readSize" : "4096" },
+            "primaryMetric" : { "score" : 300.0, "scoreError" : 1, "scoreUnit" : "us/op" },
+            "secondaryMetrics" : { "stock" : { "score" : 300.0 }, "scr" : { "score" : 303.0 } } },
+          { "benchmark" : "io.scr.benchmarks.read.RemoteReadBenchmark.pread", "mode" : "avgt",
+            "threads" : 1, "params" : { "path" : "SCR_ACCESSOR", "readSize" : "4096" },
+            "primaryMetric" : { "score" : 300.0, "scoreError" : 1, "scoreUnit" : "us/op" },
+            "secondaryMetrics" : { "fdRequests" : { "score" : 8.0 } } } ]
+        """;
+    Map<String, Targets.Target> byName =
+        Targets.evaluate(BenchReport.parse(json)).stream()
+            .collect(Collectors.toMap(Targets.Target::name, t -> t));
+    String prefix =
+        "remote blocks (only on a DataNode whose socket the client lacks), random 4 KiB pread, side"
+            + " by side with STOCK_TCP in one fork: ";
+    Targets.Target accessor = byName.get(prefix + "SCR_ACCESSOR / STOCK_TCP");
+    assertEquals(310.0 / 290.0, accessor.measured(), 1e-9);
+    assertEquals("**missed**", accessor.status(), "1.069x > 1.05x");
+    assertEquals("met", byName.get(prefix + "SCR_FILESYSTEM / STOCK_TCP").status());
+    assertEquals("not measured", byName.get(prefix + "SCR_ACCESSOR_SHIM / STOCK_TCP").status());
+    Targets.Target requests =
+        byName.get(
+            "remote blocks: fd requests to the local DataNode per block while measuring,"
+                + " SCR_ACCESSOR");
+    assertEquals(2.0, requests.measured(), 1e-9);
+    assertEquals("**missed**", requests.status());
+  }
+
+  @Test
   void rendersAMarkdownRowPerTargetAndNeverCallsMissingResultsMet() throws Exception {
     String md = Targets.render(List.of());
     assertEquals(Targets.evaluate(List.of()).size() + 2, md.split("\n").length, md);
