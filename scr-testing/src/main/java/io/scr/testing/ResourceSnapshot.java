@@ -103,6 +103,54 @@ public final class ResourceSnapshot {
   }
 
   /**
+   * The file mappings of this process that belong to a cluster or to shared memory: one entry per
+   * mapping ({@code "start-end path"}, from /proc/self/maps) whose file lies under one of {@code
+   * roots} (block and meta files), is a memfd or lies under /dev/shm (shared-memory segments).
+   * Empty where /proc is missing. Compare two calls to find mappings a component left behind.
+   */
+  public static Set<String> clusterMappings(Collection<Path> roots) {
+    Path maps = Paths.get("/proc/self/maps");
+    if (!Files.isReadable(maps)) {
+      return Collections.emptySet();
+    }
+    List<String> lines;
+    try {
+      lines = Files.readAllLines(maps);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read /proc/self/maps", e);
+    }
+    Set<String> out = new java.util.TreeSet<>();
+    for (String line : lines) {
+      // start-end perms offset dev inode path
+      String[] cols = line.trim().split("\\s+", 6);
+      if (cols.length < 6) {
+        continue;
+      }
+      String path = cols[5];
+      if (path.startsWith("/memfd:") || path.startsWith("/dev/shm/") || isUnder(path, roots)) {
+        out.add(cols[0] + " " + path);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Bytes held by direct {@link java.nio.ByteBuffer}s now (the platform's "direct" buffer pool); -1
+   * if the JVM has none. Call {@link System#gc()} first, and poll: buffers nobody references are
+   * freed by their cleaner shortly after a collection.
+   */
+  public static long directMemoryUsed() {
+    for (java.lang.management.BufferPoolMXBean pool :
+        java.lang.management.ManagementFactory.getPlatformMXBeans(
+            java.lang.management.BufferPoolMXBean.class)) {
+      if (pool.getName().equals("direct")) {
+        return pool.getMemoryUsed();
+      }
+    }
+    return -1;
+  }
+
+  /**
    * Waits up to {@code patience} for resources acquired after this snapshot to be released and
    * returns what is still held (empty when nothing leaked).
    */
