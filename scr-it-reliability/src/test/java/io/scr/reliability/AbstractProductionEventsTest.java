@@ -27,6 +27,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.ReadStatistics;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.MethodOrderer;
@@ -277,19 +278,34 @@ abstract class AbstractProductionEventsTest {
     try (DataNodeFdRequests requests = DataNodeFdRequests.of(dfs, 0);
         FileSystem fs = point.open(dfs, c -> c.set("scr.client.socket.paths", given))) {
       // The counter sees the local DataNode's fd requests: a local block costs one.
-      long beforeLocal = requests.count();
+      long beforeLocal = requests.settledCount();
       try (HdfsDataInputStream in = (HdfsDataInputStream) fs.open(new Path(localFile))) {
-        byte[] buf = new byte[BLOCK];
-        in.readFully(0, buf);
-        assertArrayEquals(local, buf);
+        byte[] whole = new byte[BLOCK];
+        in.readFully(0, whole);
+        assertArrayEquals(local, whole);
         assertEquals(BLOCK, in.getReadStatistics().getTotalShortCircuitBytesRead());
       }
-      Faults.await(
-          "the local DataNode to count the local block's fd request (" + requests.source() + ")",
-          Duration.ofSeconds(10),
-          () -> requests.count() > beforeLocal);
+      long countedLocal = waitFor(Duration.ofSeconds(20), () -> requests.count() > beforeLocal);
+      assertTrue(
+          countedLocal >= 0,
+          point
+              + ": the local DataNode must count the local block's fd request ("
+              + requests.source()
+              + "): "
+              + requests.count()
+              + " counted; lines "
+              + requests.lines());
 
-      long before = requests.settledCount();
+      List<Long> remoteIds = new ArrayList<>();
+      for (LocatedBlock lb :
+          dfs.fileSystem().getClient().getLocatedBlocks(remoteFile, 0).getLocatedBlocks()) {
+        remoteIds.add(lb.getBlock().getBlockId());
+      }
+      requests.settledCount();
+      // A stock DataNode's lines name the block: only the remote blocks' count; the shim counts
+      // every request, so the local block's must have been counted before this.
+      long before = requests.countFor(remoteIds);
+      int linesBefore = requests.lines().size();
       Random r = new Random(5);
       int streams = 4;
       int readsPerStream = 150;
@@ -310,7 +326,10 @@ abstract class AbstractProductionEventsTest {
           shortCircuitBytes += in.getReadStatistics().getTotalShortCircuitBytesRead();
         }
       }
-      long asked = requests.settledCount() - before;
+      requests.settledCount();
+      long asked = requests.countFor(remoteIds) - before;
+      List<String> lines = requests.lines();
+      List<String> remoteLines = lines.subList(linesBefore, lines.size());
       ScrClient scr = point.engine(fs);
       String state =
           String.format(
@@ -330,7 +349,9 @@ abstract class AbstractProductionEventsTest {
       assertEquals(0, shortCircuitBytes, "no local replica exists: " + state);
       assertTrue(
           asked <= blocks,
-          "the local DataNode may be asked at most once per remote block: " + state);
+          "the local DataNode may be asked at most once per remote block: "
+              + state
+              + (remoteLines.isEmpty() ? "" : "; its log: " + remoteLines));
     }
   }
 

@@ -3,6 +3,9 @@ package io.scr.reliability;
 import io.scr.shim.ScrShimPlugin;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
@@ -58,6 +61,36 @@ final class DataNodeFdRequests implements AutoCloseable {
     return n;
   }
 
+  /**
+   * Fd requests for the blocks {@code blockIds}: a stock DataNode's lines name the block, so only
+   * those count; the shim counts requests, not blocks, so this is {@link #count()} there.
+   */
+  long countFor(Collection<Long> blockIds) {
+    if (counter == null) {
+      return count();
+    }
+    long n = 0;
+    for (String line : lines()) {
+      for (Long id : blockIds) {
+        if (line.contains("blockid: " + id + ",")) {
+          n++;
+          break;
+        }
+      }
+    }
+    return n;
+  }
+
+  /** The DataNode's own lines for the counted requests (stock DataNodes), for messages. */
+  List<String> lines() {
+    if (counter == null) {
+      return List.of();
+    }
+    synchronized (counter.lines) {
+      return new ArrayList<>(counter.lines);
+    }
+  }
+
   /** Where the count comes from, for messages. */
   String source() {
     return counter != null
@@ -96,6 +129,7 @@ final class DataNodeFdRequests implements AutoCloseable {
     private final Level level;
     private final boolean additive;
     final AtomicLong count = new AtomicLong();
+    final List<String> lines = new ArrayList<>();
 
     Counter(Logger logger, String dataNode) {
       this.logger = logger;
@@ -112,6 +146,9 @@ final class DataNodeFdRequests implements AutoCloseable {
       String m = event.getRenderedMessage();
       if (m != null && m.contains("REQUEST_SHORT_CIRCUIT_FDS") && m.contains(dataNode)) {
         count.incrementAndGet();
+        synchronized (lines) {
+          lines.add(m);
+        }
       }
     }
 
