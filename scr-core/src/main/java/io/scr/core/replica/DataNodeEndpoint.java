@@ -247,6 +247,11 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     }
   }
 
+  /** The connection segment {@code id} is tied to, or null (tests inject a DataNode's drop). */
+  DomainConnection segmentConnection(ShmId id) {
+    return segments.get(id);
+  }
+
   @Override
   public void returnSegment(Segment segment) {
     DomainConnection connection = segments.remove(segment.id());
