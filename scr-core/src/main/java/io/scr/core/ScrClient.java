@@ -48,7 +48,9 @@ import org.apache.hadoop.security.token.Token;
  * other readers wait on; a cache hit with a reused lease allocates nothing ({@link
  * #leaseWithThreadSpare} keeps that lease per thread in a thread-local, whose entries are confined
  * to their thread). Replicas that failed a checksum through the accessor sit in a concurrent set.
- * The registry of shared instances is guarded by a static monitor, taken only by acquire and close.
+ * The accessor's listing of local sockets is an immutable snapshot in a volatile field; two threads
+ * refreshing it at once both list the directory and one snapshot wins (benign). The registry of
+ * shared instances is guarded by a static monitor, taken only by acquire and close.
  */
 public final class ScrClient implements Closeable {
   private static final Object REGISTRY_LOCK = new Object();
@@ -79,6 +81,14 @@ public final class ScrClient implements Closeable {
 
   private volatile boolean closed;
 
+  private final Ticker ticker;
+
+  /** How long {@link #leaseFromLocalDataNode} reuses one listing of the sockets' directories. */
+  static final long SOCKET_LISTING_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
+
+  /** The last listing of {@link #localSocketPaths()} (null: none yet); replaced, never mutated. */
+  private volatile SocketListing socketListing;
+
   /** Most replicas {@link #replicaFailedChecksum} remembers. */
   static final int MAX_KNOWN_CORRUPT = 4096;
 
@@ -103,6 +113,7 @@ public final class ScrClient implements Closeable {
 
   ScrClient(Configuration conf, String context, Ticker ticker) {
     this.context = context;
+    this.ticker = ticker;
     for (FallbackReason r : FallbackReason.values()) {
       fallbacks.put(r, new LongAdder());
     }
@@ -303,6 +314,33 @@ public final class ScrClient implements Closeable {
       }
     }
     return out;
+  }
+
+  /**
+   * {@link #localSocketPaths()} as listed at most {@link #SOCKET_LISTING_NANOS} ago, as a new list
+   * the caller may change: with a {@code _PORT} template the listing reads a directory, which every
+   * read of a block no local DataNode holds would otherwise pay (the accessor asks on every read).
+   * A DataNode started since is found a second later.
+   */
+  private List<String> localSocketPathsRecently() {
+    long now = ticker.read();
+    SocketListing l = socketListing;
+    if (l == null || now - l.takenAtNanos >= SOCKET_LISTING_NANOS) {
+      l = new SocketListing(now, localSocketPaths());
+      socketListing = l;
+    }
+    return new ArrayList<>(l.paths);
+  }
+
+  /** One listing of the local sockets and when it was taken. Immutable. */
+  private static final class SocketListing {
+    final long takenAtNanos;
+    final List<String> paths;
+
+    SocketListing(long takenAtNanos, List<String> paths) {
+      this.takenAtNanos = takenAtNanos;
+      this.paths = Collections.unmodifiableList(new ArrayList<>(paths));
+    }
   }
 
   /** Whether {@code path} is backing off now (for callers that choose the path themselves). */
@@ -543,7 +581,7 @@ public final class ScrClient implements Closeable {
     if (cached != null) {
       return cached;
     }
-    List<String> paths = localSocketPaths();
+    List<String> paths = localSocketPathsRecently();
     if (!knownCorrupt.isEmpty()) {
       paths.removeIf(p -> isKnownCorrupt(block, p));
     }
