@@ -351,7 +351,10 @@ abstract class AbstractProductionEventsTest {
           asked <= blocks,
           "the local DataNode may be asked at most once per remote block: "
               + state
-              + (remoteLines.isEmpty() ? "" : "; its log: " + remoteLines));
+              + (remoteLines.isEmpty()
+                  ? ""
+                  : "; its log, first lines: "
+                      + remoteLines.subList(0, Math.min(8, remoteLines.size()))));
     }
   }
 
