@@ -1183,17 +1183,22 @@ public final class SlotPool implements AutoCloseable {
             failuresInARow);
         failuresInARow = 0;
       }
-      backoff = initialBackoffNanos;
       segmentFetches.incrementAndGet();
       int wanted;
       do {
         wanted = segmentsWanted.get();
       } while (wanted > 0 && !segmentsWanted.compareAndSet(wanted, wanted - 1));
-      if (adopt(segment) == Adoption.DISCONNECTED) {
-        // The peer dropped it at once; do not hammer a DataNode that keeps doing so.
-        nextFetchAt = ticker.getAsLong() + initialBackoffNanos;
+      if (adopt(segment, backoff == initialBackoffNanos) == Adoption.DISCONNECTED) {
+        // The peer dropped it at once: back off as after a failure, so a DataNode that keeps
+        // doing so is neither hammered nor floods the log (only a streak's first is at INFO).
+        nextFetchAt = ticker.getAsLong() + backoff;
+        backoff = Math.min(maxBackoffNanos, backoff * 2);
+      } else {
+        backoff = initialBackoffNanos;
       }
-      refillFailures.succeeded(LOG, "Fetching shared-memory segments for " + name);
+      if (refillFailures.inARow() > 0) {
+        refillFailures.succeeded(LOG, "Fetching shared-memory segments for " + name);
+      }
     }
   }
 
@@ -1230,7 +1235,7 @@ public final class SlotPool implements AutoCloseable {
    * Puts a fetched segment into allocation; hands it straight back if the pool closed or the
    * segment was reported disconnected while it was being fetched. Ends the fetch in flight.
    */
-  Adoption adopt(Segment segment) {
+  Adoption adopt(Segment segment, boolean logAtInfo) {
     PooledSegment entry = new PooledSegment(this, segment);
     Adoption result = Adoption.REFUSED;
     structureLock.lock();
@@ -1253,11 +1258,14 @@ public final class SlotPool implements AutoCloseable {
     if (result != Adoption.ADOPTED) {
       if (result == Adoption.DISCONNECTED) {
         segmentsDisconnected.incrementAndGet();
-        LOG.info(
+        String message =
             "Segment {} of {} disconnected before the pool adopted it; handing it back and"
-                + " fetching another",
-            segment.id(),
-            name);
+                + " fetching another";
+        if (logAtInfo) {
+          LOG.info(message, segment.id(), name);
+        } else {
+          LOG.debug(message, segment.id(), name);
+        }
       } else if (!closed) {
         LOG.warn("Source of {} returned segment {} twice; handing it back", name, segment.id());
       }

@@ -121,6 +121,73 @@ class SlotPoolLifecycleTest {
   }
 
   @Test
+  void aPeerThatDropsEverySegmentAtOnceIsAskedWithGrowingBackoff() throws Exception {
+    FakeTicker ticker = new FakeTicker();
+    AtomicReference<SlotPool> poolRef = new AtomicReference<>();
+    CountDownLatch poolKnown = new CountDownLatch(1);
+    SegmentSource dropsAll =
+        new SegmentSource() {
+          @Override
+          public Segment fetch() throws IOException {
+            Segment s = local.fetch();
+            try {
+              poolKnown.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+              throw new IOException(e);
+            }
+            poolRef.get().segmentDisconnected(s.id());
+            return s;
+          }
+
+          @Override
+          public void returnSegment(Segment segment) {
+            local.returnSegment(segment);
+          }
+        };
+    SlotPool pool =
+        track(
+            SlotPool.newBuilder("dn1", dropsAll, recorder)
+                .ticker(ticker)
+                .initialFetchBackoff(Duration.ofMillis(100))
+                .maxFetchBackoff(Duration.ofSeconds(10))
+                .build());
+    poolRef.set(pool);
+    poolKnown.countDown();
+
+    awaitBackingOff(pool, 1);
+    ticker.advance(100, TimeUnit.MILLISECONDS);
+    awaitBackingOff(pool, 2);
+    ticker.advance(100, TimeUnit.MILLISECONDS); // the backoff doubled: 200 ms
+    assertEquals(null, local.fetchedQueue.poll(200, TimeUnit.MILLISECONDS), "asked again too soon");
+    ticker.advance(100, TimeUnit.MILLISECONDS);
+    awaitBackingOff(pool, 3);
+    assertEquals(0, pool.stats().segments(), "nothing dead adopted: " + pool.stats());
+    assertTrue(pool.stats().segmentsDisconnected() >= 2, pool.stats().toString());
+  }
+
+  /**
+   * Waits until the pool has handed back {@code n} dropped segments and its refill thread is parked
+   * again (it read the ticker for its next fetch time only after the last one).
+   */
+  @SuppressWarnings("ThreadPriorityCheck") // yield: let the pool's threads run on 2 cores
+  private void awaitBackingOff(SlotPool pool, int n) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    Thread refill =
+        Thread.getAllStackTraces().keySet().stream()
+            .filter(t -> t.getName().equals("scr-slot-pool-dn1-refill") && t.isAlive())
+            .findFirst()
+            .orElseThrow();
+    while (pool.stats().segmentsDisconnected() < n
+        || refill.getState() != Thread.State.TIMED_WAITING) {
+      assertTrue(System.nanoTime() < deadline, "dropped segment " + n + ": " + pool.stats());
+      Thread.yield();
+    }
+    assertEquals(n, local.fetchCalls(), "asked once per backoff");
+    local.fetchedQueue.clear();
+  }
+
+  @Test
   void aDisconnectReportedWhenNoFetchIsInFlightIsNotRemembered() throws Exception {
     SlotPool pool =
         track(
