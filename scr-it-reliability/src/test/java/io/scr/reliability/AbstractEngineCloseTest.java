@@ -42,12 +42,18 @@ abstract class AbstractEngineCloseTest {
   static final int READERS = 8;
   static final Duration PATIENCE = Duration.ofSeconds(20);
 
+  /** Largest pread: HBase-sized, and small enough that a JDK per-thread buffer stays small. */
+  static final int MAX_READ = 8 * 1024;
+
   /**
-   * Direct memory allowed above the baseline after close: less than two readers' scratch (2 x 80
-   * KiB), so keeping every reader's (8 x 80 KiB) fails, while a library's small per-thread buffer
-   * (junixsocket keeps one per thread that did socket I/O) does not.
+   * Direct memory allowed above the baseline after close: less than three readers' scratch (3 x 80
+   * KiB), so keeping every reader's (8 x 80 KiB) fails, while what the JDK keeps per thread does
+   * not: a read into a heap {@code ByteBuffer} (the accessor path, through the stock stream) goes
+   * through a temporary direct buffer the JDK caches per thread (sun.nio.ch.Util), at most {@link
+   * #MAX_READ} here, 8 x 8 KiB in all (measured: 96 KB after 16 KiB reads, 2 KB on the file system
+   * path, whose byte[] reads use the scratch).
    */
-  static final long DIRECT_TOLERANCE_BYTES = 128 * 1024;
+  static final long DIRECT_TOLERANCE_BYTES = 192 * 1024;
 
   static {
     Faults.warmJvmSingletons();
@@ -209,7 +215,7 @@ abstract class AbstractEngineCloseTest {
    */
   private static void preads(FSDataInputStream in, byte[] data, long seed) throws IOException {
     Random r = new Random(seed);
-    byte[] buf = new byte[16 * 1024];
+    byte[] buf = new byte[MAX_READ];
     for (int i = 0; i < 200; i++) {
       int len = 1 + r.nextInt(buf.length);
       int pos = r.nextInt(data.length - len);
@@ -245,6 +251,14 @@ abstract class AbstractEngineCloseTest {
                 + ")");
       }
       if (leaks.isEmpty() || System.nanoTime() - deadline > 0) {
+        System.out.println(
+            "engine close: direct memory "
+                + (direct - directBefore)
+                + " bytes over the baseline of "
+                + directBefore
+                + ", "
+                + leaks.size()
+                + " leaks");
         return leaks;
       }
       TimeUnit.MILLISECONDS.sleep(100); // cleaners and socket teardown have nothing to latch on
