@@ -1,6 +1,13 @@
 package io.scr.core.net;
 
 import io.scr.cache.Ticker;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Paths;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumMap;
@@ -18,12 +25,30 @@ import java.util.concurrent.atomic.AtomicLong;
  * a success clears the consecutive counts (not the totals). Never a silent long blackout: the
  * longest backoff is the configured maximum (60 s by default, against stock's 600 s).
  *
+ * <p><b>A new DataNode ends every backoff.</b> A failure remembers the socket file as it was (its
+ * file key and modification time, or that it was missing). While the path backs off, {@link
+ * #isBackingOff} looks at the file again, at most every {@value #PROBE_MILLIS} ms: once it is a
+ * different file (the DataNode, or a new DataNode process, bound the socket again) every backoff of
+ * the path ends and the next read asks it. A DataNode down for a rolling restart therefore comes
+ * back to short-circuit within about {@value #PROBE_MILLIS} ms of binding its socket, however long
+ * it was away (the doubled backoffs it met while down would otherwise last up to the maximum).
+ * Paths that are not files on this host (tests) are never probed.
+ *
  * <p>Concurrency: lock-free. {@link #isBackingOff} (called on every read) is a map lookup and
- * volatile reads. Concurrent failures of one path race benignly: each sets the deadline from its
- * own view of the consecutive count; the later write wins, and either value is a valid backoff.
- * Time comes from the injected {@link Ticker}.
+ * volatile reads; while backing off, one caller per {@value #PROBE_MILLIS} ms also stats the socket
+ * file (a CAS on the probe deadline picks it). Concurrent failures of one path race benignly: each
+ * sets the deadline from its own view of the consecutive count; the later write wins, and either
+ * value is a valid backoff. Time comes from the injected {@link Ticker}.
  */
 public final class PathBackoff {
+  /** How often a backing-off path's socket file is looked at for a new DataNode. */
+  static final long PROBE_MILLIS = 100;
+
+  private static final long PROBE_NANOS = TimeUnit.MILLISECONDS.toNanos(PROBE_MILLIS);
+
+  /** The identity of a socket file that does not exist. */
+  private static final String MISSING = "missing";
+
   private final Ticker ticker;
   private final EnumMap<FailureClass, Long> baseNanos;
   private final long maxNanos;
@@ -59,7 +84,7 @@ public final class PathBackoff {
     long now = ticker.read();
     for (ClassState c : s.classes) {
       if (c.failureClass.disablesPath() && now - c.untilNanos < 0) {
-        return true;
+        return !endedByANewSocket(path, s, now);
       }
     }
     return false;
@@ -68,12 +93,68 @@ public final class PathBackoff {
   /** Whether {@code failureClass} is backing off on {@code path} now. */
   public boolean isBackingOff(String path, FailureClass failureClass) {
     PathState s = paths.get(path);
-    return s != null && ticker.read() - s.classes[failureClass.ordinal()].untilNanos < 0;
+    if (s == null) {
+      return false;
+    }
+    long now = ticker.read();
+    return now - s.classes[failureClass.ordinal()].untilNanos < 0
+        && !endedByANewSocket(path, s, now);
+  }
+
+  /**
+   * Whether the socket file was replaced since the last failure (then every backoff of the path is
+   * ended here). Looks at the file at most once per {@link #PROBE_NANOS}, on one thread.
+   */
+  private boolean endedByANewSocket(String path, PathState s, long now) {
+    Object before = s.socketAtFailure;
+    long next = s.nextProbeNanos;
+    if (before == null || now - next < 0 || !s.probeLock.compareAndSet(false, true)) {
+      return false;
+    }
+    try {
+      s.nextProbeNanos = now + PROBE_NANOS;
+      Object current = socketIdentity(path);
+      if (current == null || current.equals(MISSING) || current.equals(before)) {
+        return false;
+      }
+      s.socketAtFailure = null; // until the next failure
+      for (ClassState c : s.classes) {
+        synchronized (c) {
+          c.untilNanos = now;
+          if (c.consecutive > 0) {
+            c.lastReason = c.lastReason + " (ended early: the socket file was bound again)";
+          }
+        }
+      }
+      return true;
+    } finally {
+      s.probeLock.set(false);
+    }
+  }
+
+  /**
+   * The socket file's identity (file key and modification time), {@link #MISSING}, or null when
+   * {@code path} cannot name a file here (then it is never probed).
+   */
+  static Object socketIdentity(String path) {
+    try {
+      BasicFileAttributes a =
+          Files.readAttributes(
+              Paths.get(path), BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      return a.fileKey() + "@" + a.lastModifiedTime();
+    } catch (NoSuchFileException e) {
+      return MISSING;
+    } catch (IOException | InvalidPathException | SecurityException e) {
+      return null;
+    }
   }
 
   /** Records a failure; returns the backoff it started, in nanoseconds. */
   public long recordFailure(String path, FailureClass failureClass, String reason) {
-    ClassState c = state(path).classes[failureClass.ordinal()];
+    PathState s = state(path);
+    s.socketAtFailure = socketIdentity(path);
+    s.nextProbeNanos = ticker.read() + PROBE_NANOS;
+    ClassState c = s.classes[failureClass.ordinal()];
     long base = baseNanos.get(failureClass);
     long consecutive;
     synchronized (c) {
@@ -148,6 +229,13 @@ public final class PathBackoff {
   private static final class PathState {
     final ClassState[] classes = new ClassState[FailureClass.values().length];
 
+    /** The socket file at the last failure ({@link #socketIdentity}); null: do not probe. */
+    volatile Object socketAtFailure;
+
+    volatile long nextProbeNanos;
+    final java.util.concurrent.atomic.AtomicBoolean probeLock =
+        new java.util.concurrent.atomic.AtomicBoolean();
+
     PathState() {
       for (FailureClass c : FailureClass.values()) {
         classes[c.ordinal()] = new ClassState(c);
@@ -158,6 +246,11 @@ public final class PathBackoff {
   private static final class ClassState {
     final FailureClass failureClass;
     final AtomicLong total = new AtomicLong();
+
+    /**
+     * Written by failures and by a probe that ends the backoff early; a race between the two is
+     * benign (either value is a valid deadline).
+     */
     volatile long untilNanos = Long.MIN_VALUE / 2;
 
     @com.google.errorprone.annotations.concurrent.GuardedBy("this")
