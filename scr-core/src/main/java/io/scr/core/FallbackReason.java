@@ -21,7 +21,10 @@ public enum FallbackReason {
   UNSUPPORTED,
   /** An I/O or protocol failure (the path now backs off). */
   IO_ERROR,
-  /** The DataNode cannot serve this block locally (unknown block, stale generation stamp). */
+  /**
+   * The DataNode cannot serve this block locally (unknown block, stale generation stamp), or said
+   * so recently and is not asked again ({@code io.scr.core.replica.AbsentReplicas}).
+   */
   BLOCK_REFUSED,
   /** The engine has been closed. */
   CLOSED,
