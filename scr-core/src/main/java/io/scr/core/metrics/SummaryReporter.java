@@ -78,7 +78,7 @@ public final class SummaryReporter implements Closeable {
         sink.accept(SummaryLine.format(previous, now));
       }
       previous = now;
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) { // a throwing tick would cancel every later one
       previous = null; // the next tick starts a fresh interval
       LOG.warn("scr summary failed: {}", e.toString());
     }

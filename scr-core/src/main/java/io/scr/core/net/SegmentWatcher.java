@@ -10,6 +10,7 @@ import java.nio.channels.Selector;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.newsclub.net.unix.AFUNIXSelectorProvider;
 import org.slf4j.Logger;
@@ -26,6 +27,12 @@ import org.slf4j.LoggerFactory;
  * applied by the watcher thread (so registering never blocks on a selector that is selecting).
  * Callbacks run on the watcher thread and must not block. {@link #close()} stops the thread and
  * waits for it; idempotent.
+ *
+ * <p><b>The thread does not die.</b> Without it no segment is invalidated on a disconnect, for the
+ * engine's whole life, so any failure of a pass (an {@code Error} such as {@code OutOfMemoryError}
+ * included, from the selector or from a callback) is logged once per streak with its stack trace,
+ * then at most once a minute, and the loop goes on after a pause (10 ms, doubling to 1 s). Only
+ * {@link #close()} ends it.
  */
 public final class SegmentWatcher implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(SegmentWatcher.class);
@@ -58,45 +65,84 @@ public final class SegmentWatcher implements Closeable {
 
   private void run() {
     ByteBuffer probe = ByteBuffer.allocate(1);
-    try {
-      while (!closed.get()) {
-        Registration r;
-        while ((r = pending.poll()) != null) {
-          try {
-            r.channel.register(selector, SelectionKey.OP_READ, r);
-          } catch (IOException | RuntimeException e) {
-            LOG.debug("segment connection {} closed before it was watched", r.connection, e);
-            r.fire();
-          }
+    long failuresInARow = 0;
+    long lastLogged = 0;
+    long pauseMillis = 10;
+    while (!closed.get()) {
+      try {
+        pass(probe);
+        if (failuresInARow > 0) {
+          LOG.info("segment watcher works again after {} failures in a row", failuresInARow);
+          failuresInARow = 0;
+          pauseMillis = 10;
         }
-        selector.select();
-        Iterator<SelectionKey> it = selector.selectedKeys().iterator();
-        while (it.hasNext()) {
-          SelectionKey key = it.next();
-          it.remove();
-          Registration reg = (Registration) key.attachment();
-          if (!key.isValid() || key.isReadable()) {
-            probe.clear();
-            try {
-              // Readable means closed: the DataNode never writes to a segment's connection. Do not
-              // wait for -1: junixsocket's non-blocking read returns 0 at EOF, and the key is not
-              // selected again, so waiting for -1 missed every disconnect (SegmentWatcherTest).
-              int n = ((java.nio.channels.ReadableByteChannel) reg.channel).read(probe);
-              if (n > 0) {
-                LOG.warn(
-                    "DataNode wrote to segment connection {}; treating as closed", reg.connection);
-              }
-            } catch (IOException e) {
-              LOG.debug("segment connection {} failed", reg.connection, e);
-            }
-            key.cancel();
-            reg.fire();
-          }
+      } catch (ClosedSelectorException e) {
+        if (!closed.get()) {
+          LOG.error(
+              "segment watcher stopped: its selector was closed; segments will not be"
+                  + " invalidated on disconnect",
+              e);
         }
+        return;
+      } catch (IOException | RuntimeException | Error e) {
+        if (closed.get()) {
+          return;
+        }
+        long now = System.nanoTime();
+        if (failuresInARow++ == 0) {
+          lastLogged = now;
+          LOG.error(
+              "segment watcher failed; it keeps running (repeats are logged once a minute)", e);
+        } else if (now - lastLogged >= TimeUnit.MINUTES.toNanos(1)) {
+          lastLogged = now;
+          LOG.error(
+              "segment watcher failed again ({} failures in a row): {}",
+              failuresInARow,
+              e.toString());
+        }
+        try {
+          Thread.sleep(pauseMillis); // a broken selector must not spin a core
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+        pauseMillis = Math.min(1000, pauseMillis * 2);
       }
-    } catch (IOException | ClosedSelectorException e) {
-      if (!closed.get()) {
-        LOG.error("segment watcher stopped; segments will not be invalidated on disconnect", e);
+    }
+  }
+
+  /** One pass: apply registrations, select, fire the callbacks of closed connections. */
+  private void pass(ByteBuffer probe) throws IOException {
+    Registration r;
+    while ((r = pending.poll()) != null) {
+      try {
+        r.channel.register(selector, SelectionKey.OP_READ, r);
+      } catch (IOException | RuntimeException e) {
+        LOG.debug("segment connection {} closed before it was watched", r.connection, e);
+        r.fire();
+      }
+    }
+    selector.select();
+    Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+    while (it.hasNext()) {
+      SelectionKey key = it.next();
+      it.remove();
+      Registration reg = (Registration) key.attachment();
+      if (!key.isValid() || key.isReadable()) {
+        probe.clear();
+        try {
+          // Readable means closed: the DataNode never writes to a segment's connection. Do not
+          // wait for -1: junixsocket's non-blocking read returns 0 at EOF, and the key is not
+          // selected again, so waiting for -1 missed every disconnect (SegmentWatcherTest).
+          int n = ((java.nio.channels.ReadableByteChannel) reg.channel).read(probe);
+          if (n > 0) {
+            LOG.warn("DataNode wrote to segment connection {}; treating as closed", reg.connection);
+          }
+        } catch (IOException e) {
+          LOG.debug("segment connection {} failed", reg.connection, e);
+        }
+        key.cancel();
+        reg.fire();
       }
     }
   }
@@ -137,7 +183,7 @@ public final class SegmentWatcher implements Closeable {
         fired = true;
         try {
           onDisconnect.run();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) { // the watcher must outlive any callback
           LOG.warn("segment disconnect callback failed for {}", connection, e);
         }
       }

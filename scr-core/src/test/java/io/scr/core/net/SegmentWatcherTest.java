@@ -60,4 +60,45 @@ class SegmentWatcherTest {
       pool.close();
     }
   }
+
+  /**
+   * An Error from a callback (an OutOfMemoryError, say) does not end the watcher: the next
+   * disconnect is still seen. Before, the thread died and no segment was invalidated again.
+   */
+  @Test
+  void anErrorInACallbackDoesNotStopTheWatcher() throws Exception {
+    File file = dir.resolve("dn2.sock").toFile();
+    DomainSocketPool pool = DomainSocketPool.newBuilder().build();
+    try (AFUNIXServerSocket server = AFUNIXServerSocket.newInstance();
+        SegmentWatcher watcher =
+            new SegmentWatcher(
+                r -> {
+                  Thread t = new Thread(r, "test-segment-watcher-error");
+                  t.setDaemon(true);
+                  return t;
+                })) {
+      server.bind(AFUNIXSocketAddress.of(file));
+      DomainConnection first = pool.connect(file.getPath());
+      Socket firstPeer = server.accept();
+      DomainConnection second = pool.connect(file.getPath());
+      Socket secondPeer = server.accept();
+      CountDownLatch threw = new CountDownLatch(1);
+      watcher.watch(
+          first,
+          () -> {
+            threw.countDown();
+            throw new OutOfMemoryError("injected");
+          });
+      CountDownLatch fired = new CountDownLatch(1);
+      watcher.watch(second, fired::countDown);
+      firstPeer.close();
+      assertTrue(threw.await(10, TimeUnit.SECONDS), "the first disconnect was seen");
+      secondPeer.close();
+      assertTrue(fired.await(10, TimeUnit.SECONDS), "the watcher outlived the Error");
+      first.close();
+      second.close();
+    } finally {
+      pool.close();
+    }
+  }
 }
