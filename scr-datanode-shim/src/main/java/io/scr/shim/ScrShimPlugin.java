@@ -140,7 +140,22 @@ public final class ScrShimPlugin implements ServicePlugin {
               .build();
       ShortCircuitService service =
           new ShortCircuitService(
-              dn::getFSDataset,
+              new ShortCircuitService.DatasetAccess() {
+                @Override
+                public FsDatasetSpi<?> dataset() {
+                  return dn.getFSDataset();
+                }
+
+                @Override
+                public boolean blockPoolReady(String bpid) {
+                  try {
+                    dn.getDNRegistrationForBP(bpid);
+                    return true;
+                  } catch (IOException e) {
+                    return false; // not registered yet: its replicas are still being loaded
+                  }
+                }
+              },
               config.blockTokensEnabled ? dn.getBlockPoolTokenSecretManager() : null,
               registry,
               limits,

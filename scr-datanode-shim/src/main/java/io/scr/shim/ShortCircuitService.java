@@ -111,6 +111,15 @@ final class ShortCircuitService {
   /** The replica files the shim hands out; the DataNode's dataset in production. */
   interface DatasetAccess {
     FsDatasetSpi<?> dataset();
+
+    /**
+     * Whether the DataNode has loaded block pool {@code bpid} (registered it with its NameNode), so
+     * that a replica missing from the dataset is really not here. Before that, a starting
+     * DataNode's dataset lacks every replica of the pool (its volumes are still being scanned).
+     */
+    default boolean blockPoolReady(String bpid) {
+      return true;
+    }
   }
 
   /** Handles one decoded request from client {@code pid}. Never throws. */
@@ -261,6 +270,17 @@ final class ShortCircuitService {
                       + BLOCK_FORMAT_VERSION
                       + ", but the highest format version you can read is "
                       + req.getMaxVersion())
+              .build();
+      return g;
+    }
+    if (!dataset.blockPoolReady(blk.getBlockPoolId())) {
+      // Stock waits for the block pool (checkAndWaitForBP) and then answers this. A worker thread
+      // must not wait, and "No data exists" would tell the client the replica is not here, which
+      // it remembers (not asking this DataNode again for that block for a while).
+      g.response =
+          BlockOpResponseProto.newBuilder()
+              .setStatus(Status.ERROR)
+              .setMessage("Not ready to serve the block pool, " + blk.getBlockPoolId() + ".")
               .build();
       return g;
     }
