@@ -53,8 +53,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Failures are classified once, by the loading thread: a connect failure, ERROR_UNSUPPORTED
  * without version, or an I/O/protocol failure backs the path off ({@link PathBackoff}); an error
- * for one block falls back for that block only; an invalid token is rethrown (no backoff, so the
- * caller can refetch the token and try again).
+ * for one block falls back for that block only, and when the DataNode said it holds no such replica
+ * it is not asked again for that block and generation stamp for a while ({@link AbsentReplicas});
+ * an invalid token is rethrown (no backoff, so the caller can refetch the token and try again).
  *
  * <p>Concurrency: thread-safe. Hits take no lock; concurrent misses of one replica (block and
  * DataNode socket) share one load (the cache coalesces them). Endpoints are created once per path
