@@ -145,6 +145,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     // The hit path: the current table has the whole range in one short-circuit block, which ends
     // within the finalized length, so the file length (behind the stock infoLock) is not needed.
     BlockTable hit = table;
+    int triedLocal = -1; // a block the hit path just failed to read locally: not again below
     if (hit.source == locatedBlocks) {
       int i = hit.indexOf(position);
       if (i >= 0 && hit.socketPaths[i] != null && position + length <= hit.ends[i]) {
@@ -152,6 +153,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         if (n == length) {
           return n;
         }
+        triedLocal = n <= 0 ? i : -1;
         if (n > 0) {
           int more = read(position + n, buffer, offset + n, length - n);
           return more > 0 ? n + more : n;
@@ -172,9 +174,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       int n = -1;
       if (i >= 0) {
         int segment = (int) Math.min(remaining, t.ends[i] - pos);
-        if (t.socketPaths[i] != null) {
+        if (t.socketPaths[i] != null && !(t == hit && i == triedLocal)) {
           n = readLocal(t, i, pos, buffer, offset + done, segment);
-        } else {
+        } else if (t.socketPaths[i] == null) {
           countUnreachable(t, i);
         }
         if (n <= 0) {
@@ -199,6 +201,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     checkReadable();
     BlockTable hit = table;
     int length = buf.remaining();
+    int triedLocal = -1;
     if (hit.source == locatedBlocks) { // the hit path, as in read(long, byte[], int, int)
       int i = hit.indexOf(position);
       if (i >= 0 && hit.socketPaths[i] != null && position + length <= hit.ends[i]) {
@@ -206,6 +209,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         if (n == length) {
           return n;
         }
+        triedLocal = n <= 0 ? i : -1;
         if (n > 0) {
           int more = read(position + n, buf);
           return more > 0 ? n + more : n;
@@ -228,9 +232,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
         int segment = i >= 0 ? (int) Math.min(remaining, t.ends[i] - pos) : remaining;
         buf.limit(buf.position() + segment);
         int n = -1;
-        if (i >= 0 && t.socketPaths[i] != null) {
+        if (i >= 0 && t.socketPaths[i] != null && !(t == hit && i == triedLocal)) {
           n = readLocal(t, i, pos, buf, segment);
-        } else if (i >= 0) {
+        } else if (i >= 0 && t.socketPaths[i] == null) {
           countUnreachable(t, i);
         }
         if (n <= 0) {
@@ -435,12 +439,15 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   }
 
   /**
-   * The engine gave no lease (the reason is counted there). A socket that is backing off is checked
-   * again on every read, so nothing is remembered; otherwise the block is demoted for {@value
-   * #DEMOTION_MILLIS} ms, so a refusing DataNode is not asked on every read.
+   * The engine gave no lease (the reason is counted there). A socket that is backing off, or a
+   * DataNode the engine remembers not holding the block ({@code AbsentReplicas}), costs nothing to
+   * ask again, so nothing is remembered here and every read is counted; otherwise the block is
+   * demoted for {@value #DEMOTION_MILLIS} ms, so a DataNode that refuses for another reason is not
+   * asked on every read.
    */
   private ReplicaLease noLease(BlockTable t, int i, IOException cause) {
-    if (scr.isBackingOff(t.socketPaths[i])) {
+    String path = t.socketPaths[i];
+    if (scr.isBackingOff(path) || scr.absentReplicas().remembers(t.blocks[i].getBlock(), path)) {
       fallbacks.increment();
     } else {
       failed(t, i, cause);

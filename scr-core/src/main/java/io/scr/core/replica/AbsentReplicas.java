@@ -69,6 +69,18 @@ public final class AbsentReplicas {
    * held there within the expiry. A true answer is counted as a request avoided.
    */
   public boolean isAbsent(ExtendedBlock block, String socketPath) {
+    if (remembers(block, socketPath)) {
+      avoided.increment();
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * As {@link #isAbsent} without counting a request avoided: for a caller that asks why a lease it
+   * was refused (the refusal was counted already).
+   */
+  public boolean remembers(ExtendedBlock block, String socketPath) {
     String bpid = block.getBlockPoolId();
     long id = block.getBlockId();
     long gs = block.getGenerationStamp();
@@ -81,7 +93,6 @@ public final class AbsentReplicas {
           now = ticker.read();
         }
         if (now - e.expiresAtNanos < 0) {
-          avoided.increment();
           return true;
         }
       }

@@ -19,6 +19,7 @@ import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
+import io.scr.core.replica.AbsentReplicas;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -154,7 +155,7 @@ class ScrFileSystemTest {
   @Test
   void nonLocalReplicaIsReadByStockWithoutAskingForALease() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/remote", BLOCK + 7, 4);
-    ScrClient scr = mock(ScrClient.class);
+    ScrClient scr = mockScr();
     when(scr.unreachableReason(any(DatanodeInfo.class))).thenReturn(FallbackReason.NOT_LOCAL);
     try (ScrInputStream in = open("/fs/remote", scr)) {
       byte[] all = new byte[data.length];
@@ -175,7 +176,7 @@ class ScrFileSystemTest {
   @Test
   void checksumFailureGoesStockOncePerBlockAndIsCounted() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/corrupt", 2 * BLOCK, 5);
-    ScrClient scr = mock(ScrClient.class);
+    ScrClient scr = mockScr();
     ReplicaLease lease = mock(ReplicaLease.class);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
@@ -197,7 +198,7 @@ class ScrFileSystemTest {
   @Test
   void expiredTokenRefetchesLocationsAndReadsStock() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/token", BLOCK, 6);
-    ScrClient scr = mock(ScrClient.class);
+    ScrClient scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
         .thenThrow(new InvalidToken("injected"))
@@ -223,7 +224,7 @@ class ScrFileSystemTest {
   @Test
   void aBackoffWhileTheTableIsBuiltLastsOnlyAsLongAsTheBackoff() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/backoff", BLOCK, 7);
-    ScrClient scr = mock(ScrClient.class);
+    ScrClient scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.isBackingOff("/dn.sock")).thenReturn(true, false);
@@ -245,7 +246,7 @@ class ScrFileSystemTest {
   @Test
   void aFailedBlockIsRetriedAfterTheDemotionWindow() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/demoted", BLOCK, 8);
-    ScrClient scr = mock(ScrClient.class);
+    ScrClient scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
         .thenThrow(new IOException("injected"))
@@ -279,7 +280,7 @@ class ScrFileSystemTest {
   @Test
   void theReadersOwnInterruptIsRethrownAndDemotesNothing() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/interrupted", BLOCK, 9);
-    ScrClient scr = mock(ScrClient.class);
+    ScrClient scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
         .thenThrow(new ClosedByInterruptException())
@@ -310,7 +311,7 @@ class ScrFileSystemTest {
   @Test
   void aChannelClosedUnderTheReadIsLeasedAgain() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/closed-under", BLOCK, 10);
-    ScrClient scr = mock(ScrClient.class);
+    ScrClient scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
         .thenThrow(new AsynchronousCloseException())
@@ -328,6 +329,41 @@ class ScrFileSystemTest {
       verify(scr, times(2))
           .leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any());
     }
+  }
+
+  /**
+   * A block the engine remembers its local DataNode not holding is not demoted: asking again costs
+   * a memory lookup, so every read asks and counts its fallback, as through the accessor.
+   */
+  @Test
+  void aReplicaRememberedAbsentIsAskedPerReadNotDemoted() throws IOException {
+    byte[] data = DFS.dfs().writeRandomFile("/fs/absent", BLOCK, 11);
+    ScrClient scr = mockScr();
+    when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
+    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+        .thenReturn(null);
+    DFSClient client = DFS.dfs().fileSystem().getClient();
+    ExtendedBlock block = client.getLocatedBlocks("/fs/absent", 0).get(0).getBlock();
+    scr.absentReplicas().remember(block, "/dn.sock");
+    try (ScrInputStream in = open("/fs/absent", scr)) {
+      byte[] buf = new byte[4096];
+      for (int i = 0; i < 3; i++) {
+        in.readFully(i * 100L, buf);
+        assertArrayEquals(slice(data, i * 100, buf.length), buf);
+      }
+      assertEquals(1, in.localBlockCount(), "not demoted");
+      assertEquals(3, in.fallbacks(), "one per read");
+      verify(scr, times(3))
+          .leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any());
+    }
+  }
+
+  /** A mocked engine with a real (empty) absent-replica memory. */
+  private static ScrClient mockScr() {
+    ScrClient scr = mock(ScrClient.class);
+    AbsentReplicas absent = AbsentReplicas.newBuilder().build();
+    when(scr.absentReplicas()).thenReturn(absent);
+    return scr;
   }
 
   /** A lease whose byte[] reads serve {@code data} (a one-block file). */
