@@ -94,7 +94,8 @@ final class SegmentRegistry {
       } catch (InvalidSlotException e) {
         limits.removeSlots(seg.ownerPid, 1);
         throw new SlotRequestException(e.getMessage(), e);
-      } catch (RuntimeException e) {
+      } catch (RuntimeException | Error e) {
+        // An Error too (an InternalError when a truncated mapping faults): uncount the slot.
         limits.removeSlots(seg.ownerPid, 1);
         throw e;
       }

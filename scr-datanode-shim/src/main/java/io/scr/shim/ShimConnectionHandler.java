@@ -31,6 +31,7 @@ import org.slf4j.LoggerFactory;
  */
 final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
+  private static final ThrottledLog WORKER_FAILURES = new ThrottledLog();
   static final int DATA_TRANSFER_VERSION = 28;
 
   /** How long a full socket buffer may delay passing fds before the connection is dropped. */
@@ -241,11 +242,20 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     try {
       workers.execute(
           () -> {
-            Reply r = service.handle(op, body, client);
+            Reply r;
             try {
-              ctx.channel().eventLoop().execute(() -> send(ctx, r));
+              r = service.handle(op, body, client);
+            } catch (Throwable t) {
+              // handle() answers every failure itself; this is the last guard. A task that ends
+              // without posting a reply would leave the connection BUSY (reading paused) forever.
+              WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
+              r = Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
+            }
+            Reply reply = r;
+            try {
+              ctx.channel().eventLoop().execute(() -> send(ctx, reply));
             } catch (RejectedExecutionException shuttingDown) {
-              r.abandon(registry);
+              reply.abandon(registry);
             }
           });
     } catch (RejectedExecutionException e) {
@@ -255,6 +265,23 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   }
 
   private void send(ChannelHandlerContext ctx, Reply r) {
+    safely(ctx, r, () -> sendReply(ctx, r));
+  }
+
+  /** Runs one event-loop step of sending {@code r}; a Throwable abandons the reply and closes. */
+  private void safely(ChannelHandlerContext ctx, Reply r, Runnable step) {
+    try {
+      step.run();
+    } catch (Throwable t) {
+      // On the event loop an escaping Throwable would only be logged by netty, and the connection
+      // would stay BUSY holding the reply's fds and slots: give them back and close instead.
+      WORKER_FAILURES.log(LOG, "scr shim failed sending a reply to pid " + pid, t);
+      r.abandon(registry);
+      close(ctx);
+    }
+  }
+
+  private void sendReply(ChannelHandlerContext ctx, Reply r) {
     if (!ctx.channel().isActive()) {
       r.abandon(registry);
       return;
@@ -266,16 +293,20 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     ByteBuf buf = Unpooled.wrappedBuffer(r.bytes);
     ctx.writeAndFlush(buf)
         .addListener(
-            f -> {
-              if (!f.isSuccess()) {
-                r.abandon(registry);
-                close(ctx);
-              } else if (r.hasFds()) {
-                passFds(ctx, r, System.nanoTime() + FD_SEND_PATIENCE_NANOS);
-              } else {
-                finish(ctx, r);
-              }
-            });
+            f ->
+                safely(
+                    ctx,
+                    r,
+                    () -> {
+                      if (!f.isSuccess()) {
+                        r.abandon(registry);
+                        close(ctx);
+                      } else if (r.hasFds()) {
+                        passFds(ctx, r, System.nanoTime() + FD_SEND_PATIENCE_NANOS);
+                      } else {
+                        finish(ctx, r);
+                      }
+                    }));
   }
 
   /** Runs on the event loop once the response bytes are in the socket. */
@@ -300,7 +331,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
         r.abandon(registry);
         close(ctx);
       } else {
-        ctx.executor().schedule(() -> passFds(ctx, r, deadline), 1, TimeUnit.MILLISECONDS);
+        ctx.executor()
+            .schedule(
+                () -> safely(ctx, r, () -> passFds(ctx, r, deadline)), 1, TimeUnit.MILLISECONDS);
       }
       return;
     }

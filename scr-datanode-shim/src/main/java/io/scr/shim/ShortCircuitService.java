@@ -72,6 +72,7 @@ final class ShortCircuitService {
   static final int SHM_LENGTH = SegmentFactory.STOCK_SEGMENT_LENGTH;
   private static final int BLOCK_FORMAT_VERSION = 1;
   private static final Logger LOG = LoggerFactory.getLogger(ShortCircuitService.class);
+  private static final ThrottledLog FAILURES = new ThrottledLog();
 
   private final DatasetAccess dataset;
   private final BlockPoolTokenSecretManager tokens;
@@ -145,8 +146,13 @@ final class ShortCircuitService {
       LOG.debug("Malformed op {} request from pid {}: {}", op, pid, e.toString());
       metrics.reject(ShimMetrics.Rejection.BAD_PROTOBUF);
       return Reply.closeOnly(kind, start);
-    } catch (RuntimeException e) {
-      LOG.error("scr shim failed op {} for pid {}", op, pid, e);
+    } catch (Throwable t) {
+      // Stock catches Throwable per xceiver and closes that connection. An Error here (an
+      // OutOfMemoryError, InternalError from a truncated mapping, LinkageError) concerns this
+      // request: letting it escape would end the worker task without a reply, leaving the
+      // connection BUSY forever. What the request had counted is released by its own finally
+      // blocks; the connection is closed without a reply, like stock's.
+      FAILURES.log(LOG, "scr shim failed op " + op + " for pid " + pid, t);
       return Reply.closeOnly(kind, start);
     }
   }
@@ -433,6 +439,10 @@ final class ShortCircuitService {
       return null;
     }
     Token<BlockTokenIdentifier> token = PBHelperClient.convert(req.getHeader().getToken());
+    String oversized = TokenIdentifierBounds.problem(token.getIdentifier());
+    if (oversized != null) {
+      return oversized; // Hadoop's parser would allocate what the identifier claims
+    }
     try {
       tokens.checkAccess(token, null, blk, BlockTokenIdentifier.AccessMode.READ);
       return null;
@@ -494,6 +504,8 @@ final class ShortCircuitService {
     }
     SharedMemoryFd fd = null;
     Segment segment = null;
+    ShimSegment added = null;
+    boolean counted = true;
     try {
       fd = segmentFactory.createFd(SHM_LENGTH);
       ShimSegment seg = null;
@@ -505,6 +517,7 @@ final class ShortCircuitService {
         seg = registry.add(segment, pid);
       }
       segment = null;
+      added = seg;
       ShmId id = seg.segment.id();
       LOG.debug("Created segment {} for client {} (pid {})", id, req.getClientName(), pid);
       Reply r =
@@ -520,13 +533,22 @@ final class ShortCircuitService {
       r.dataByte = 0;
       r.newSegment = seg;
       fd = null;
+      added = null;
+      counted = false;
       return r;
     } catch (IOException e) {
-      limits.removeSegment(pid);
       LOG.warn("Failed to create a shared memory segment for pid {}", pid, e);
       return shmError(
           Status.ERROR, "Failed to create shared file descriptor: " + e.getMessage(), start);
     } finally {
+      // Also on an Error: the segment and its count must not outlive a request that failed.
+      if (added != null) {
+        registry.remove(added);
+        counted = false; // removing a registered segment uncounts it
+      }
+      if (counted) {
+        limits.removeSegment(pid);
+      }
       if (fd != null) {
         fd.close();
       }
