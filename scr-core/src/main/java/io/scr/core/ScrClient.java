@@ -49,10 +49,12 @@ import org.apache.hadoop.security.token.Token;
  * #leaseWithThreadSpare} keeps that lease per thread in a thread-local, whose entries are confined
  * to their thread). Replicas that failed a checksum through the accessor sit in a concurrent set.
  * The accessor's listing of local sockets is an immutable snapshot in a volatile field; two threads
- * refreshing it at once both list the directory and one snapshot wins (benign). The registry of
- * shared instances is guarded by a static monitor, taken only by acquire and close.
+ * refreshing it at once both list the directory and one snapshot wins (benign); the warning that a
+ * directory cannot be listed is logged once (a CAS). The registry of shared instances is guarded by
+ * a static monitor, taken only by acquire and close.
  */
 public final class ScrClient implements Closeable {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ScrClient.class);
   private static final Object REGISTRY_LOCK = new Object();
 
   @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
@@ -88,6 +90,25 @@ public final class ScrClient implements Closeable {
 
   /** The last listing of {@link #localSocketPaths()} (null: none yet); replaced, never mutated. */
   private volatile SocketListing socketListing;
+
+  /**
+   * The transfer port {@code dfs.datanode.address} names (0: none), for {@code _PORT} when a socket
+   * directory cannot be listed.
+   */
+  private final int configuredXferPort;
+
+  /** The key the socket path templates come from (for log lines). */
+  private final String templateKey;
+
+  /** Whether the cannot-list-the-socket-directory WARN was logged (once per engine). */
+  private final java.util.concurrent.atomic.AtomicBoolean unlistableWarned =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
+  /**
+   * Lists a socket directory: null when it cannot be listed. A seam for tests, which may run as
+   * root (root lists any directory whatever its mode).
+   */
+  volatile java.util.function.Function<File, String[]> directoryLister = File::list;
 
   /** Most replicas {@link #replicaFailedChecksum} remembers. */
   static final int MAX_KNOWN_CORRUPT = 4096;
@@ -130,6 +151,11 @@ public final class ScrClient implements Closeable {
     }
     this.enabled = ScrKeys.CLIENT_ENABLED.get(conf);
     this.pathTemplates = socketPathTemplates(conf);
+    this.configuredXferPort = configuredXferPort(conf);
+    this.templateKey =
+        ScrKeys.CLIENT_SOCKET_PATHS.get(conf) != null
+            ? ScrKeys.CLIENT_SOCKET_PATHS.name()
+            : ScrKeys.DFS_DOMAIN_SOCKET_PATH.name();
     Map<FailureClass, Integer> base = new EnumMap<>(FailureClass.class);
     base.put(FailureClass.CONNECT, ScrKeys.BACKOFF_CONNECT_SECONDS.get(conf));
     base.put(FailureClass.UNSUPPORTED, ScrKeys.BACKOFF_UNSUPPORTED_SECONDS.get(conf));
@@ -235,6 +261,21 @@ public final class ScrClient implements Closeable {
     return Collections.unmodifiableList(out);
   }
 
+  /** The port of {@code dfs.datanode.address}, or 0 when it names none (or an ephemeral one). */
+  private static int configuredXferPort(Configuration conf) {
+    String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf);
+    if (address == null) {
+      return 0;
+    }
+    int colon = address.lastIndexOf(':');
+    try {
+      int port = Integer.parseInt(address.substring(colon + 1).trim());
+      return port > 0 && port <= 65535 ? port : 0;
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
   /** The context name this engine is shared under. */
   public String context() {
     return context;
@@ -284,6 +325,12 @@ public final class ScrClient implements Closeable {
    * The socket paths of every DataNode on this host that the configuration names without a port to
    * resolve, plus the {@code _PORT} templates resolved against the socket files that exist (for
    * callers that do not know which DataNode holds a block: the replica accessor).
+   *
+   * <p>A secure layout may let clients traverse the socket directory but not list it (mode 0711).
+   * Then {@code _PORT} is resolved with the transfer port {@code dfs.datanode.address} names (one
+   * DataNode per host, the common case) and one WARN says so; with several DataNodes on the host
+   * the operator lists their sockets in {@code scr.client.socket.paths}. Dropping the template
+   * instead would make every read fall back without a word.
    */
   public List<String> localSocketPaths() {
     List<String> out = new ArrayList<>();
@@ -296,10 +343,18 @@ public final class ScrClient implements Closeable {
       File dir = template.getParentFile();
       String name = template.getName();
       int at = name.indexOf("_PORT");
+      String[] entries = dir == null || at < 0 ? null : directoryLister.apply(dir);
+      if (entries == null) {
+        String resolved = configuredXferPort > 0 ? resolve(t, configuredXferPort) : null;
+        warnUnlistable(t, dir, at < 0, resolved);
+        if (resolved != null) {
+          out.add(resolved);
+        }
+        continue;
+      }
       String prefix = name.substring(0, at);
       String suffix = name.substring(at + "_PORT".length());
-      String[] entries = dir == null ? null : dir.list();
-      if (entries == null || name.indexOf("_PORT", at + 1) >= 0) {
+      if (name.indexOf("_PORT", at + 1) >= 0) {
         continue;
       }
       for (String e : entries) {
@@ -314,6 +369,41 @@ public final class ScrClient implements Closeable {
       }
     }
     return out;
+  }
+
+  private static String resolve(String template, int port) {
+    return template.replace("_PORT", String.valueOf(port));
+  }
+
+  /** Logs once per engine that a {@code _PORT} template could not be expanded by listing. */
+  private void warnUnlistable(String template, File dir, boolean portInDirectory, String resolved) {
+    if (!unlistableWarned.compareAndSet(false, true)) {
+      return;
+    }
+    String why =
+        portInDirectory
+            ? "its _PORT is in a directory name, so the sockets cannot be found by listing"
+            : "this user cannot list the socket directory " + dir + " (e.g. mode 0711)";
+    String instead =
+        resolved != null
+            ? "scr uses the DataNode transfer port of "
+                + ScrKeys.DFS_DATANODE_ADDRESS.name()
+                + " ("
+                + configuredXferPort
+                + ") and asks only "
+                + resolved
+            : "and "
+                + ScrKeys.DFS_DATANODE_ADDRESS.name()
+                + " names no fixed port, so reads whose DataNode is not known (the replica"
+                + " accessor) fall back to TCP";
+    LOG.warn(
+        "socket path template {} ({}): {}; {}. To let scr find several DataNodes on this host,"
+            + " list each socket in {} (comma-separated, explicit paths)",
+        template,
+        templateKey,
+        why,
+        instead,
+        ScrKeys.CLIENT_SOCKET_PATHS.name());
   }
 
   /**

@@ -49,6 +49,15 @@ public final class ScrKeys {
           "Stock client socket timeout (ms). When scr.net.read.timeout.ms is unset, scr uses"
               + " min(this, 5000) for domain-socket reads.");
 
+  /** The DataNode's transfer address; its port resolves _PORT when listing is not possible. */
+  public static final ScrKey<String> DFS_DATANODE_ADDRESS =
+      stock(
+          "dfs.datanode.address",
+          String.class,
+          "0.0.0.0:9866",
+          "The DataNode's transfer address. scr reads its port to resolve _PORT in the socket"
+              + " path when the socket directory cannot be listed (one DataNode per host).");
+
   /** Stock client context name; scr shares one engine per context. */
   public static final ScrKey<String> DFS_CLIENT_CONTEXT =
       stock(
