@@ -7,7 +7,9 @@ import java.util.Map;
 /**
  * Per-client accounting of connections, segments and slots, with limits. A client is a peer
  * process, identified by the pid the kernel reports for the connection ({@code SO_PEERCRED}): it
- * cannot be forged, and the stock client spreads one process's work over many connections.
+ * cannot be forged, and the stock client spreads one process's work over many connections. A peer
+ * whose pid is not visible (another pid namespace) is counted under its uid ({@link
+ * PeerIdentity#key()}): the {@code pid} parameters here are such keys.
  *
  * <p>Concurrency: every method is {@code synchronized} on this object; each holds the lock for a
  * few map operations only (per connection, segment and slot event, never per byte).
@@ -31,8 +33,7 @@ final class ClientLimits {
     Usage u = clients.computeIfAbsent(pid, p -> new Usage());
     if (u.connections >= maxConnections) {
       dropIfIdle(pid, u);
-      return "client pid "
-          + pid
+      return PeerIdentity.describe(pid)
           + " already holds "
           + u.connections
           + " connections to this DataNode's scr shim, the limit ("
@@ -58,8 +59,7 @@ final class ClientLimits {
     Usage u = clients.computeIfAbsent(pid, p -> new Usage());
     if (u.segments >= maxSegments) {
       dropIfIdle(pid, u);
-      return "client pid "
-          + pid
+      return PeerIdentity.describe(pid)
           + " already holds "
           + u.segments
           + " shared memory segments, the limit ("
@@ -85,8 +85,7 @@ final class ClientLimits {
     Usage u = clients.computeIfAbsent(pid, p -> new Usage());
     if (u.slots >= maxSlots) {
       dropIfIdle(pid, u);
-      return "client pid "
-          + pid
+      return PeerIdentity.describe(pid)
           + " already holds "
           + u.slots
           + " registered slots, the limit ("

@@ -4,7 +4,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.netty.channel.unix.PeerCredentials;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -14,6 +13,7 @@ import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,6 +32,8 @@ import org.slf4j.LoggerFactory;
 final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
   private static final ThrottledLog WORKER_FAILURES = new ThrottledLog();
+  private static final AtomicBoolean NO_CREDENTIALS_LOGGED = new AtomicBoolean();
+  private static final AtomicBoolean PID_NAMESPACE_LOGGED = new AtomicBoolean();
   static final int DATA_TRANSFER_VERSION = 28;
 
   /** How long a full socket buffer may delay passing fds before the connection is dropped. */
@@ -53,8 +55,14 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final int maxRequestBytes;
   private final long receiptTimeoutMs;
 
+  private final PeerIdentity.Lookup peers;
+
   private State state = State.READY;
   private int pid = -1;
+
+  /** The key this connection's limits and segments are counted under ({@link PeerIdentity}). */
+  private int client;
+
   private boolean counted;
   private String overLimit;
   private ShimSegment segment;
@@ -68,6 +76,18 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       ShimMetrics metrics,
       Executor workers,
       ShimConfig config) {
+    this(service, registry, limits, metrics, workers, config, PeerIdentity.SO_PEERCRED);
+  }
+
+  ShimConnectionHandler(
+      ShortCircuitService service,
+      SegmentRegistry registry,
+      ClientLimits limits,
+      ShimMetrics metrics,
+      Executor workers,
+      ShimConfig config,
+      PeerIdentity.Lookup peers) {
+    this.peers = peers;
     this.service = service;
     this.registry = registry;
     this.limits = limits;
@@ -80,13 +100,35 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   @Override
   public void channelActive(ChannelHandlerContext ctx) throws Exception {
     metrics.liveConnections.increment();
+    PeerIdentity peer;
     try {
-      PeerCredentials cred = ((EpollDomainSocketChannel) ctx.channel()).peerCredentials();
-      pid = cred.pid();
+      peer = peers.of(ctx.channel());
     } catch (IOException | RuntimeException e) {
-      LOG.debug("No peer credentials", e);
+      // Fail closed: limits and segment ownership are keyed by the peer's credentials, so a
+      // connection without them would share one anonymous quota (and its segments) with every
+      // other such connection.
+      if (NO_CREDENTIALS_LOGGED.compareAndSet(false, true)) {
+        LOG.warn(
+            "Refusing a scr shim connection whose peer credentials (SO_PEERCRED) cannot be read;"
+                + " later ones are refused without this message and counted in"
+                + " rejections.no_credentials",
+            e);
+      }
+      metrics.reject(ShimMetrics.Rejection.NO_CREDENTIALS);
+      state = State.CLOSED;
+      ctx.close();
+      return;
     }
-    overLimit = limits.openConnection(pid);
+    pid = peer.pid;
+    client = peer.key();
+    if (!peer.pidUsable() && PID_NAMESPACE_LOGGED.compareAndSet(false, true)) {
+      LOG.warn(
+          "A scr shim client's pid is not visible ({}; another pid namespace?): such clients are"
+              + " limited per uid, every process of one uid sharing one client's quota. Logged"
+              + " once.",
+          peer);
+    }
+    overLimit = limits.openConnection(client);
     counted = overLimit == null;
     if (!counted) {
       metrics.reject(ShimMetrics.Rejection.CLIENT_CONNECTIONS);
@@ -100,7 +142,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     state = State.CLOSED;
     metrics.liveConnections.decrement();
     if (counted) {
-      limits.closeConnection(pid);
+      limits.closeConnection(client);
       counted = false;
     }
     if (was == State.AWAIT_RECEIPT) {
@@ -238,7 +280,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       send(ctx, service.limitReply(op, overLimit));
       return;
     }
-    int client = pid;
+    int client = this.client;
     try {
       workers.execute(
           () -> {

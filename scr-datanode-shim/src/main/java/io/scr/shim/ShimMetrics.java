@@ -51,7 +51,8 @@ final class ShimMetrics {
     CLIENT_SLOTS,
     BUSY,
     RECEIPT_MISSING,
-    ACCESS_TOKEN
+    ACCESS_TOKEN,
+    NO_CREDENTIALS
   }
 
   private static final int STATUSES = 16;

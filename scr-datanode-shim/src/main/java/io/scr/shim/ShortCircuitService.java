@@ -15,6 +15,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -73,6 +74,7 @@ final class ShortCircuitService {
   private static final int BLOCK_FORMAT_VERSION = 1;
   private static final Logger LOG = LoggerFactory.getLogger(ShortCircuitService.class);
   private static final ThrottledLog FAILURES = new ThrottledLog();
+  private static final SecureRandom SHM_IDS = new SecureRandom();
 
   private final DatasetAccess dataset;
   private final BlockPoolTokenSecretManager tokens;
@@ -513,7 +515,7 @@ final class ShortCircuitService {
         if (segment != null) {
           segment.close();
         }
-        segment = Segment.map(ShmId.random(), fd.fd(), SHM_LENGTH);
+        segment = Segment.map(newShmId(), fd.fd(), SHM_LENGTH);
         seg = registry.add(segment, pid);
       }
       segment = null;
@@ -556,6 +558,16 @@ final class ShortCircuitService {
         segment.close();
       }
     }
+  }
+
+  /**
+   * A segment id no client can predict. An id names the segment in RELEASE_SHORT_CIRCUIT_FDS and
+   * slot registrations; ids from {@code ThreadLocalRandom} (an invertible mix of a counter) let a
+   * client that saw one id compute the next ones handed out on that worker thread. One {@code
+   * SecureRandom} call (a few microseconds) per segment is noise beside creating and mapping it.
+   */
+  static ShmId newShmId() {
+    return ShmId.of(SHM_IDS.nextLong(), SHM_IDS.nextLong());
   }
 
   private Reply shmError(Status status, String message, long start) {

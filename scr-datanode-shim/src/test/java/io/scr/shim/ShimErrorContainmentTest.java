@@ -144,7 +144,13 @@ class ShimErrorContainmentTest {
     EmbeddedChannel channel =
         new EmbeddedChannel(
             new ShimConnectionHandler(
-                svc, new SegmentRegistry(limits, metrics), limits, metrics, pool, config));
+                svc,
+                new SegmentRegistry(limits, metrics),
+                limits,
+                metrics,
+                pool,
+                config,
+                ch -> new PeerIdentity(4242, 1000)));
     channel.writeInbound(
         frame(ShortCircuitService.OP_REQUEST_FDS, fdRequest(new Token<BlockTokenIdentifier>())));
     channel.runPendingTasks();
