@@ -88,6 +88,17 @@ public final class ScrShimKeys {
           "How long the shim waits for the receipt byte after passing fds (stock waits"
               + " dfs.client.socket-timeout); on timeout or EOF the slot is unregistered.");
 
+  /** A reply the client does not read within this long closes its connection. */
+  public static final Key WRITE_TIMEOUT_MS =
+      define(
+          "scr.shim.write.timeout.ms",
+          Type.LONG,
+          "10000",
+          "How long a reply (its bytes, then its fds) may wait for a client that does not read"
+              + " its socket; then the connection is closed and the reply's fds and slots are"
+              + " released (stock bounds the same with dfs.datanode.socket.write.timeout). A"
+              + " reply is small, so a reading client never comes near it.");
+
   /** A connection with no request in flight is closed after this long (not shm connections). */
   public static final Key IDLE_TIMEOUT_MS =
       define(

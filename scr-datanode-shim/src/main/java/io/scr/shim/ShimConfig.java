@@ -14,6 +14,7 @@ final class ShimConfig {
   final int workerQueue;
   final int maxRequestBytes;
   final long receiptTimeoutMs;
+  final long writeTimeoutMs;
   final long idleTimeoutMs;
   final int clientMaxConnections;
   final int clientMaxSegments;
@@ -33,6 +34,7 @@ final class ShimConfig {
     workerQueue = positiveInt(c, ScrShimKeys.WORKER_QUEUE);
     maxRequestBytes = positiveInt(c, ScrShimKeys.MAX_REQUEST_BYTES);
     receiptTimeoutMs = positiveLong(c, ScrShimKeys.RECEIPT_TIMEOUT_MS);
+    writeTimeoutMs = positiveLong(c, ScrShimKeys.WRITE_TIMEOUT_MS);
     idleTimeoutMs = positiveLong(c, ScrShimKeys.IDLE_TIMEOUT_MS);
     clientMaxConnections = positiveInt(c, ScrShimKeys.CLIENT_MAX_CONNECTIONS);
     clientMaxSegments = positiveInt(c, ScrShimKeys.CLIENT_MAX_SEGMENTS);

@@ -32,12 +32,13 @@ import org.slf4j.LoggerFactory;
 final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
   private static final ThrottledLog WORKER_FAILURES = new ThrottledLog();
+  private static final ThrottledLog WRITE_TIMEOUTS = new ThrottledLog();
   private static final AtomicBoolean NO_CREDENTIALS_LOGGED = new AtomicBoolean();
   private static final AtomicBoolean PID_NAMESPACE_LOGGED = new AtomicBoolean();
   static final int DATA_TRANSFER_VERSION = 28;
 
-  /** How long a full socket buffer may delay passing fds before the connection is dropped. */
-  private static final long FD_SEND_PATIENCE_NANOS = TimeUnit.SECONDS.toNanos(10);
+  /** Longest pause between attempts to pass fds through a full socket buffer. */
+  private static final long FD_RETRY_MAX_MS = 64;
 
   private enum State {
     READY,
@@ -54,6 +55,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final Executor workers;
   private final int maxRequestBytes;
   private final long receiptTimeoutMs;
+  private final long writeTimeoutMs;
 
   private final PeerIdentity.Lookup peers;
 
@@ -68,6 +70,11 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private ShimSegment segment;
   private Reply awaiting;
   private ScheduledFuture<?> receiptTimer;
+
+  /** The reply being written (BUSY), and when it must be out or the connection closes. */
+  private Reply writing;
+
+  private ScheduledFuture<?> writeTimer;
 
   ShimConnectionHandler(
       ShortCircuitService service,
@@ -95,6 +102,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     this.workers = workers;
     this.maxRequestBytes = config.maxRequestBytes;
     this.receiptTimeoutMs = config.receiptTimeoutMs;
+    this.writeTimeoutMs = config.writeTimeoutMs;
   }
 
   @Override
@@ -141,6 +149,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     State was = state;
     state = State.CLOSED;
     metrics.liveConnections.decrement();
+    stopWriteTimer();
     if (counted) {
       limits.closeConnection(client);
       counted = false;
@@ -332,6 +341,20 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       close(ctx);
       return;
     }
+    // The BUSY state's deadline: a client that stops reading must not keep this reply, its fds
+    // and the connection forever (idle closes apply only in READY).
+    writing = r;
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs);
+    writeTimer =
+        ctx.executor()
+            .schedule(
+                () -> {
+                  if (writing == r) {
+                    writeTimedOut(ctx, r);
+                  }
+                },
+                writeTimeoutMs,
+                TimeUnit.MILLISECONDS);
     ByteBuf buf = Unpooled.wrappedBuffer(r.bytes);
     ctx.writeAndFlush(buf)
         .addListener(
@@ -344,7 +367,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
                         r.abandon(registry);
                         close(ctx);
                       } else if (r.hasFds()) {
-                        passFds(ctx, r, System.nanoTime() + FD_SEND_PATIENCE_NANOS);
+                        passFds(ctx, r, deadline, 1);
                       } else {
                         finish(ctx, r);
                       }
@@ -352,7 +375,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   }
 
   /** Runs on the event loop once the response bytes are in the socket. */
-  private void passFds(ChannelHandlerContext ctx, Reply r, long deadline) {
+  private void passFds(ChannelHandlerContext ctx, Reply r, long deadline, long retryMs) {
     if (!ctx.channel().isActive()) {
       r.abandon(registry);
       return;
@@ -369,13 +392,16 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     if (sent == FdPassing.WOULD_BLOCK) {
       if (System.nanoTime() - deadline > 0) {
-        LOG.warn("Client pid {} did not drain its socket; dropping the connection", pid);
-        r.abandon(registry);
-        close(ctx);
+        writeTimedOut(ctx, r);
       } else {
+        // Backing off: a client that does not drain its socket costs a wake-up every 64 ms, not
+        // one per millisecond, until the write deadline closes it.
+        long next = Math.min(retryMs * 2, FD_RETRY_MAX_MS);
         ctx.executor()
             .schedule(
-                () -> safely(ctx, r, () -> passFds(ctx, r, deadline)), 1, TimeUnit.MILLISECONDS);
+                () -> safely(ctx, r, () -> passFds(ctx, r, deadline, next)),
+                retryMs,
+                TimeUnit.MILLISECONDS);
       }
       return;
     }
@@ -384,7 +410,32 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     finish(ctx, r);
   }
 
+  private void writeTimedOut(ChannelHandlerContext ctx, Reply r) {
+    stopWriteTimer();
+    metrics.reject(ShimMetrics.Rejection.WRITE_TIMEOUT);
+    WRITE_TIMEOUTS.warn(
+        LOG,
+        "Client pid "
+            + pid
+            + " did not read its reply within "
+            + ScrShimKeys.WRITE_TIMEOUT_MS
+            + "="
+            + writeTimeoutMs
+            + " ms; closing the connection and releasing the reply's fds and slots");
+    r.abandon(registry);
+    close(ctx);
+  }
+
+  private void stopWriteTimer() {
+    writing = null;
+    if (writeTimer != null) {
+      writeTimer.cancel(false);
+      writeTimer = null;
+    }
+  }
+
   private void finish(ChannelHandlerContext ctx, Reply r) {
+    stopWriteTimer();
     metrics.request(r.op, r.status, System.nanoTime() - r.startNanos);
     if (!r.awaitReceipt) {
       r.done(r.status == org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS);

@@ -52,7 +52,8 @@ final class ShimMetrics {
     BUSY,
     RECEIPT_MISSING,
     ACCESS_TOKEN,
-    NO_CREDENTIALS
+    NO_CREDENTIALS,
+    WRITE_TIMEOUT
   }
 
   private static final int STATUSES = 16;

@@ -70,6 +70,19 @@ final class ShortCircuitService {
   /** Batched fd requests per message: 2 fds each, at most SCM_MAX_FD (253) per sendmsg. */
   static final int EXT_MAX_BATCH = FdPassing.MAX_FDS / 2;
 
+  /**
+   * Releases per BATCH_RELEASE message; a larger batch closes the connection. The client sends at
+   * most this many ({@code ShortCircuitExchanges.MAX_SLOTS_PER_BATCH_RELEASE}).
+   */
+  static final int EXT_MAX_RELEASE_BATCH = 512;
+
+  /**
+   * Failed releases of one batch answered with their message; later ones get the status alone, so a
+   * batch of bogus items cannot make a reply of 94 bytes per item (the client reports the first
+   * failure only).
+   */
+  static final int EXT_DETAILED_ERRORS = 8;
+
   static final int SHM_LENGTH = SegmentFactory.STOCK_SEGMENT_LENGTH;
   private static final int BLOCK_FORMAT_VERSION = 1;
   private static final Logger LOG = LoggerFactory.getLogger(ShortCircuitService.class);
@@ -593,10 +606,20 @@ final class ShortCircuitService {
         {
           ByteArrayOutputStream out = new ByteArrayOutputStream();
           int n = 0;
+          int errors = 0;
           while (in.available() > 0) {
+            if (n == EXT_MAX_RELEASE_BATCH) {
+              // Uncapped, one 64 KiB frame of bogus items made a ~560 KB reply per connection.
+              throw new InvalidProtocolBufferException(
+                  "batch of more than " + EXT_MAX_RELEASE_BATCH + " releases");
+            }
             ReleaseShortCircuitAccessRequestProto req =
                 parseDelimited(ReleaseShortCircuitAccessRequestProto.parser(), in);
-            writeDelimited(release(req, pid), out);
+            ReleaseShortCircuitAccessResponseProto resp = release(req, pid);
+            if (resp.getStatus() != Status.SUCCESS && ++errors > EXT_DETAILED_ERRORS) {
+              resp = resp.toBuilder().clearError().build(); // the status alone, a few bytes
+            }
+            writeDelimited(resp, out);
             n++;
           }
           if (n == 0) {

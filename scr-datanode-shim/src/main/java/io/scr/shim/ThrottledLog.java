@@ -19,15 +19,33 @@ final class ThrottledLog {
 
   /** Logs {@code message} and {@code t} at ERROR, unless one was logged less than a minute ago. */
   void log(Logger log, String message, Throwable t) {
+    long left = claim();
+    if (left >= 0) {
+      log.error("{} ({} similar failures not logged in the last minute)", message, left, t);
+    } else {
+      log.debug("{}: {}", message, t.toString());
+    }
+  }
+
+  /** Logs {@code message} at WARN, unless one was logged less than a minute ago. */
+  void warn(Logger log, String message) {
+    long left = claim();
+    if (left >= 0) {
+      log.warn("{} ({} similar events not logged in the last minute)", message, left);
+    } else {
+      log.debug(message);
+    }
+  }
+
+  /** The number of messages suppressed since the last one, or -1 if this one is suppressed. */
+  private long claim() {
     long now = System.nanoTime();
     long next = nextNanos.get();
     if ((next == Long.MIN_VALUE || now - next >= 0)
         && nextNanos.compareAndSet(next, now + INTERVAL_NANOS)) {
-      long left = suppressed.getAndSet(0);
-      log.error("{} ({} similar failures not logged in the last minute)", message, left, t);
-    } else {
-      suppressed.incrementAndGet();
-      log.debug("{}: {}", message, t.toString());
+      return suppressed.getAndSet(0);
     }
+    suppressed.incrementAndGet();
+    return -1;
   }
 }

@@ -1,0 +1,192 @@
+package io.scr.shim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.scr.shm.SegmentFactory;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmIdProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmSlotProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 15 finding 1: a client that stops reading cannot keep its pending reply (and the
+ * connection, its fds and slots) forever, and one op-127 BATCH_RELEASE frame cannot make a reply of
+ * hundreds of kilobytes.
+ */
+class ShimWriteDeadlineTest {
+  private static final int MAX = Integer.MAX_VALUE;
+  private static final long WRITE_TIMEOUT_MS = 1_000;
+
+  private final ShimMetrics metrics = new ShimMetrics();
+  private final ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+  private final SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+  private final ShortCircuitService service =
+      new ShortCircuitService(
+          () -> {
+            throw new AssertionError("no replica is asked for");
+          },
+          null,
+          registry,
+          limits,
+          SegmentFactory.newBuilder().build(),
+          metrics,
+          DataNodeAccounting.NONE,
+          true);
+
+  private static byte[] frame(int op, byte[] body) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    DataOutputStream d = new DataOutputStream(out);
+    d.writeShort(ShimConnectionHandler.DATA_TRANSFER_VERSION);
+    d.writeByte(op);
+    int n = body.length;
+    while (n >= 0x80) {
+      d.writeByte((n & 0x7f) | 0x80);
+      n >>>= 7;
+    }
+    d.writeByte(n);
+    d.write(body);
+    return out.toByteArray();
+  }
+
+  private static final byte[] HELLO;
+
+  static {
+    try {
+      HELLO =
+          frame(ShortCircuitService.OP_SCR_EXTENSION, new byte[] {ShortCircuitService.EXT_HELLO});
+    } catch (IOException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  private static SocketChannel connect(Path socket) throws IOException {
+    SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+    ch.connect(UnixDomainSocketAddress.of(socket));
+    return ch;
+  }
+
+  private static void poll(String what, java.util.function.BooleanSupplier done)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (!done.getAsBoolean()) {
+      assertTrue(System.nanoTime() - deadline < 0, "timed out waiting until " + what);
+      Thread.sleep(20);
+    }
+  }
+
+  @Test
+  void aClientThatStopsReadingIsClosedAndOthersAreStillServed(@TempDir Path dir) throws Exception {
+    Configuration conf = new Configuration(false);
+    conf.set(ScrShimKeys.WRITE_TIMEOUT_MS.name(), Long.toString(WRITE_TIMEOUT_MS));
+    Path socket = dir.resolve("dn.sock");
+    ShimServer server =
+        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server.start();
+    try (SocketChannel stuck = connect(socket)) {
+      // Pipelined HELLOs that it never reads: ~50-byte replies fill the socket buffer after a few
+      // thousand, and the next reply cannot be written.
+      Thread flooder =
+          new Thread(
+              () -> {
+                ByteBuffer many = ByteBuffer.allocate(HELLO.length * 100_000);
+                while (many.hasRemaining()) {
+                  many.put(HELLO);
+                }
+                many.flip();
+                try {
+                  while (many.hasRemaining()) {
+                    stuck.write(many);
+                  }
+                } catch (IOException closedByTheShim) {
+                  // expected once the shim gives up on this client
+                }
+              },
+              "non-reading-client");
+      flooder.setDaemon(true);
+      flooder.start();
+      poll(
+          "the shim closes the client that does not read",
+          () -> metrics.rejections(ShimMetrics.Rejection.WRITE_TIMEOUT) == 1);
+      poll("the connection is gone", () -> metrics.liveConnections.sum() == 0);
+      // The client sees the end of the stream after the replies that were written.
+      DataInputStream in = new DataInputStream(Channels.newInputStream(stuck));
+      long replies = 0;
+      while (BlockOpResponseProto.parseDelimitedFrom(in) != null) {
+        replies++;
+      }
+      assertTrue(replies < 100_000, "not every reply was written: " + replies);
+      flooder.join(TimeUnit.SECONDS.toMillis(60));
+
+      try (SocketChannel other = connect(socket)) {
+        other.write(ByteBuffer.wrap(HELLO));
+        BlockOpResponseProto hello =
+            BlockOpResponseProto.parseDelimitedFrom(Channels.newInputStream(other));
+        assertEquals(Status.SUCCESS, hello.getStatus(), "another client is served");
+      }
+    } finally {
+      server.close();
+    }
+  }
+
+  private static byte[] batchRelease(int items) throws IOException {
+    ByteArrayOutputStream body = new ByteArrayOutputStream();
+    body.write(ShortCircuitService.EXT_BATCH_RELEASE);
+    for (int i = 0; i < items; i++) {
+      ReleaseShortCircuitAccessRequestProto.newBuilder()
+          .setSlotId(
+              ShortCircuitShmSlotProto.newBuilder()
+                  .setShmId(ShortCircuitShmIdProto.newBuilder().setHi(i).setLo(-i))
+                  .setSlotIdx(i % 128))
+          .build()
+          .writeDelimitedTo(body);
+    }
+    return body.toByteArray();
+  }
+
+  @Test
+  void aBatchReleaseOfBogusItemsGetsAReplyOfAFewBytesPerItem() throws IOException {
+    int items = ShortCircuitService.EXT_MAX_RELEASE_BATCH;
+    Reply r = service.handle(ShortCircuitService.OP_SCR_EXTENSION, batchRelease(items), 4242);
+    ByteArrayInputStream in = new ByteArrayInputStream(r.bytes);
+    ReleaseShortCircuitAccessResponseProto first =
+        ReleaseShortCircuitAccessResponseProto.parseDelimitedFrom(in);
+    assertEquals(Status.ERROR_INVALID, first.getStatus());
+    assertTrue(first.getError().contains("no shared memory segment"), first.getError());
+    int answered = 1;
+    while (ReleaseShortCircuitAccessResponseProto.parseDelimitedFrom(in) != null) {
+      answered++;
+    }
+    assertEquals(items, answered, "one response per item, in order");
+    assertTrue(
+        r.bytes.length < items * 16,
+        "a reply of " + r.bytes.length + " bytes for " + items + " bogus items");
+  }
+
+  @Test
+  void aBatchReleaseOverTheCapClosesTheConnection() throws IOException {
+    Reply r =
+        service.handle(
+            ShortCircuitService.OP_SCR_EXTENSION,
+            batchRelease(ShortCircuitService.EXT_MAX_RELEASE_BATCH + 1),
+            4242);
+    assertTrue(r.closeOnly, "closed without a reply, like any malformed request");
+  }
+}
