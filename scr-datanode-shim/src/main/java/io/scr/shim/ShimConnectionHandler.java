@@ -345,16 +345,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     // and the connection forever (idle closes apply only in READY).
     writing = r;
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs);
-    writeTimer =
-        ctx.executor()
-            .schedule(
-                () -> {
-                  if (writing == r) {
-                    writeTimedOut(ctx, r);
-                  }
-                },
-                writeTimeoutMs,
-                TimeUnit.MILLISECONDS);
     ByteBuf buf = Unpooled.wrappedBuffer(r.bytes);
     ctx.writeAndFlush(buf)
         .addListener(
@@ -372,6 +362,20 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
                         finish(ctx, r);
                       }
                     }));
+    // Almost every reply is out (finished) by now: a timer is armed only for one that is not, so
+    // the hot path schedules nothing. Blocked fd sends check the same deadline themselves.
+    if (writing == r && writeTimer == null) {
+      writeTimer =
+          ctx.executor()
+              .schedule(
+                  () -> {
+                    if (writing == r) {
+                      writeTimedOut(ctx, r);
+                    }
+                  },
+                  Math.max(0, deadline - System.nanoTime()),
+                  TimeUnit.NANOSECONDS);
+    }
   }
 
   /** Runs on the event loop once the response bytes are in the socket. */
