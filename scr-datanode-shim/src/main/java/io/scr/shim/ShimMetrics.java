@@ -53,7 +53,8 @@ final class ShimMetrics {
     RECEIPT_MISSING,
     ACCESS_TOKEN,
     NO_CREDENTIALS,
-    WRITE_TIMEOUT
+    WRITE_TIMEOUT,
+    INTERNAL_ERROR
   }
 
   private static final int STATUSES = 16;

@@ -167,6 +167,7 @@ final class ShortCircuitService {
       // request: letting it escape would end the worker task without a reply, leaving the
       // connection BUSY forever. What the request had counted is released by its own finally
       // blocks; the connection is closed without a reply, like stock's.
+      metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
       FAILURES.log(LOG, "scr shim failed op " + op + " for pid " + pid, t);
       return Reply.closeOnly(kind, start);
     }

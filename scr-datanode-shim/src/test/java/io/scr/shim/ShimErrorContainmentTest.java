@@ -46,7 +46,13 @@ class ShimErrorContainmentTest {
 
   private static ShortCircuitService service(
       ShortCircuitService.DatasetAccess dataset, BlockPoolTokenSecretManager tokens) {
-    ShimMetrics metrics = new ShimMetrics();
+    return service(dataset, tokens, new ShimMetrics());
+  }
+
+  private static ShortCircuitService service(
+      ShortCircuitService.DatasetAccess dataset,
+      BlockPoolTokenSecretManager tokens,
+      ShimMetrics metrics) {
     ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
     return new ShortCircuitService(
         dataset,
@@ -109,7 +115,9 @@ class ShimErrorContainmentTest {
 
   @Test
   void anErrorWhileServingARequestIsAnsweredByClosingNotThrown() {
-    ShortCircuitService svc = service(failingWith(new InternalError("a fault in a mapping")), null);
+    ShimMetrics metrics = new ShimMetrics();
+    ShortCircuitService svc =
+        service(failingWith(new InternalError("a fault in a mapping")), null, metrics);
     AtomicReference<Reply> reply = new AtomicReference<>();
     Throwable escaped = null;
     try {
@@ -123,13 +131,14 @@ class ShimErrorContainmentTest {
     }
     assertNull(escaped, "handle() must answer an Error, not throw it to the worker");
     assertTrue(reply.get().closeOnly, "the connection is closed without a reply, as stock does");
+    assertEquals(1, metrics.rejections(ShimMetrics.Rejection.INTERNAL_ERROR), "counted");
   }
 
   @Test
   void aConnectionWhoseRequestHitAnErrorIsClosedNotLeftBusy() throws Exception {
-    ShortCircuitService svc =
-        service(failingWith(new LinkageError("a class failed to load")), null);
     ShimMetrics metrics = new ShimMetrics();
+    ShortCircuitService svc =
+        service(failingWith(new LinkageError("a class failed to load")), null, metrics);
     ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
     // A pool thread that dies of an uncaught Throwable loses its task, as ThreadPoolExecutor's do.
     Executor pool =
@@ -158,6 +167,7 @@ class ShimErrorContainmentTest {
         channel.isOpen(),
         "the connection must be closed; left open it stays BUSY (reading paused) forever");
     assertEquals(0, limits.clientCount(), "the connection's count was released");
+    assertEquals(1, metrics.rejections(ShimMetrics.Rejection.INTERNAL_ERROR), "counted");
   }
 
   @Test
