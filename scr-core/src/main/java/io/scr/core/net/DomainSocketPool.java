@@ -151,14 +151,46 @@ public final class DomainSocketPool implements Closeable {
       } catch (IOException suppressed) {
         e.addSuppressed(suppressed);
       }
-      String hint =
-          new File(path).exists()
-              ? "is the DataNode running and is the socket's directory accessible to this user?"
-              : "the socket file does not exist: is a DataNode with this dfs.domain.socket.path"
-                  + " running on this host?";
       throw new DomainConnectException(
-          "cannot connect to DataNode socket " + path + ": " + e.getMessage() + "; " + hint, e);
+          "cannot connect to DataNode socket "
+              + path
+              + ": "
+              + e.getMessage()
+              + "; "
+              + connectHint(path, e),
+          e);
     }
+  }
+
+  /**
+   * The remedy for a failed connect, by the error the connect returned. Not by looking at the file
+   * afterwards: when the client may not traverse the directory (0700) the file looks missing too,
+   * and "does not exist" sent operators after a DataNode that was running.
+   */
+  static String connectHint(String path, IOException e) {
+    String m = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT);
+    if (e instanceof java.nio.file.AccessDeniedException || m.contains("permission denied")) {
+      return "permission denied: the client user cannot reach the socket; the directory must be"
+          + " traversable (o+x) by this user (and the socket writable, as the DataNode makes it)";
+    }
+    if (e instanceof java.io.FileNotFoundException
+        || e instanceof java.nio.file.NoSuchFileException
+        || m.contains("no such file")) {
+      return "no such socket: is the DataNode running with dfs.domain.socket.path (stock) or"
+          + " scr.shim.socket.path (shim) = "
+          + path
+          + " on this host?";
+    }
+    if (m.contains("connection refused")) {
+      return "connection refused: the socket file exists but nobody listens (a DataNode that"
+          + " stopped left it behind): is the DataNode running?";
+    }
+    if (e instanceof SocketTimeoutException) {
+      return "the connect timed out: is the DataNode overloaded or hung?";
+    }
+    return new File(path).exists()
+        ? "is the DataNode running and is the socket's directory accessible to this user?"
+        : "is a DataNode with this socket path running on this host?";
   }
 
   private DomainConnection pollIdle(String path) {

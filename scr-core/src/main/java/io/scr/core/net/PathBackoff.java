@@ -181,8 +181,25 @@ public final class PathBackoff {
       if (c.failureClass != FailureClass.SHM) {
         synchronized (c) {
           c.consecutive = 0;
+          c.warned = false;
         }
       }
+    }
+  }
+
+  /**
+   * True for the first caller since {@code failureClass} last succeeded on {@code path} (or ever),
+   * false for every other: lets a caller log a failure once per streak of consecutive failures
+   * rather than on every retry, and again once the path worked in between.
+   */
+  public boolean firstWarningOfStreak(String path, FailureClass failureClass) {
+    ClassState c = state(path).classes[failureClass.ordinal()];
+    synchronized (c) {
+      if (c.warned) {
+        return false;
+      }
+      c.warned = true;
+      return true;
     }
   }
 
@@ -193,6 +210,7 @@ public final class PathBackoff {
       ClassState c = s.classes[FailureClass.SHM.ordinal()];
       synchronized (c) {
         c.consecutive = 0;
+        c.warned = false;
       }
     }
   }
@@ -258,6 +276,10 @@ public final class PathBackoff {
 
     @com.google.errorprone.annotations.concurrent.GuardedBy("this")
     String lastReason;
+
+    /** Whether this streak of failures was logged ({@link #firstWarningOfStreak}). */
+    @com.google.errorprone.annotations.concurrent.GuardedBy("this")
+    boolean warned;
 
     ClassState(FailureClass failureClass) {
       this.failureClass = failureClass;

@@ -370,7 +370,18 @@ public final class ReplicaManager implements Closeable {
       return;
     }
     if (e instanceof DomainConnectException) {
-      backoff.recordFailure(path, FailureClass.CONNECT, e.getMessage());
+      long nanos = backoff.recordFailure(path, FailureClass.CONNECT, e.getMessage());
+      // A socket the client cannot reach is a configuration problem (no DataNode there, or a
+      // directory this user may not traverse): say so once per streak, not on every retry, and
+      // never fall back silently. The message carries the hint for the errno.
+      if (backoff.firstWarningOfStreak(path, FailureClass.CONNECT)) {
+        LOG.warn(
+            "{}. Short-circuit reads from {} fall back to TCP, retried after {} s (backing off;"
+                + " logged again only after a connect there succeeds)",
+            e.getMessage(),
+            path,
+            TimeUnit.NANOSECONDS.toSeconds(nanos));
+      }
     } else if (e instanceof ShortCircuitRefusedException) {
       FailureClass c = ((ShortCircuitRefusedException) e).failureClass();
       if (c != null) {
