@@ -299,9 +299,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
             } catch (Throwable t) {
               // handle() answers every failure itself; this is the last guard. A task that ends
               // without posting a reply would leave the connection BUSY (reading paused) forever.
+              r = Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
               metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
               WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
-              r = Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
             }
             Reply reply = r;
             try {
@@ -327,10 +327,10 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     } catch (Throwable t) {
       // On the event loop an escaping Throwable would only be logged by netty, and the connection
       // would stay BUSY holding the reply's fds and slots: give them back and close instead.
-      metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
-      WORKER_FAILURES.log(LOG, "scr shim failed sending a reply to pid " + pid, t);
       r.abandon(registry);
       close(ctx);
+      metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
+      WORKER_FAILURES.log(LOG, "scr shim failed sending a reply to pid " + pid, t);
     }
   }
 

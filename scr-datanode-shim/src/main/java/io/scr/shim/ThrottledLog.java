@@ -19,11 +19,15 @@ final class ThrottledLog {
 
   /** Logs {@code message} and {@code t} at ERROR, unless one was logged less than a minute ago. */
   void log(Logger log, String message, Throwable t) {
-    long left = claim();
-    if (left >= 0) {
-      log.error("{} ({} similar failures not logged in the last minute)", message, left, t);
-    } else {
-      log.debug("{}: {}", message, t.toString());
+    try {
+      long left = claim();
+      if (left >= 0) {
+        log.error("{} ({} similar failures not logged in the last minute)", message, left, t);
+      } else {
+        log.debug("{}: {}", message, t.toString());
+      }
+    } catch (Throwable logFailed) {
+      // Under an OutOfMemoryError logging can fail too; the caller's recovery must still run.
     }
   }
 
