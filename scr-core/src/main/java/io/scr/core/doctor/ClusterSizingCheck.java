@@ -77,12 +77,43 @@ final class ClusterSizingCheck implements Check {
       }
       return Collections.singletonList(Finding.ok(ID, figures));
     } catch (Exception e) {
+      if (isAccessDenied(e)) {
+        // Listing DataNodes (datanodeReport) is for the HDFS superuser only: a client user's normal
+        // run meets this, so it is one line with the remedy, not the NameNode's stack trace.
+        return Collections.singletonList(
+            Finding.warn(
+                ID,
+                "skipped: the NameNode at "
+                    + uri
+                    + " lists DataNodes only to the HDFS superuser, and this user is not",
+                "to size the cache against the cluster, run scr doctor as the HDFS superuser"
+                    + " (e.g. sudo -u hdfs scr doctor); the other checks do not need it"));
+      }
       return Collections.singletonList(
           Finding.warn(
               ID,
-              "could not ask the NameNode at " + uri + ": " + e,
-              "run on a host with a working HDFS client configuration (and rights to list"
-                  + " DataNodes)"));
+              "could not ask the NameNode at " + uri + ": " + firstLine(e),
+              "run on a host with a working HDFS client configuration"));
     }
+  }
+
+  private static boolean isAccessDenied(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof org.apache.hadoop.security.AccessControlException
+          || (t instanceof org.apache.hadoop.ipc.RemoteException
+              && org.apache.hadoop.security.AccessControlException.class
+                  .getName()
+                  .equals(((org.apache.hadoop.ipc.RemoteException) t).getClassName()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The exception's class and the first line of its message (remote ones carry stack traces). */
+  static String firstLine(Throwable e) {
+    String m = String.valueOf(e.getMessage());
+    int nl = m.indexOf('\n');
+    return e.getClass().getSimpleName() + ": " + (nl < 0 ? m : m.substring(0, nl));
   }
 }

@@ -20,6 +20,7 @@ public final class DoctorContext {
   private final Integer dataNodeUid;
   private final Path trustedDirectoryForTests;
   private final boolean contactCluster;
+  private final Path procRoot;
 
   private DoctorContext(Builder b) {
     this.conf = b.conf;
@@ -28,6 +29,7 @@ public final class DoctorContext {
     this.dataNodeUid = b.dataNodeUid;
     this.trustedDirectoryForTests = b.trustedDirectoryForTests;
     this.contactCluster = b.contactCluster;
+    this.procRoot = b.procRoot;
   }
 
   /** A builder over {@code conf}, the effective configuration. */
@@ -50,9 +52,18 @@ public final class DoctorContext {
     return fdLimit;
   }
 
-  /** The DataNode's uid for the path rules; null: the socket's owner, else this process's uid. */
+  /**
+   * The DataNode's uid for the path rules; null: the socket's owner, else the owner of a DataNode
+   * process on this host, else unknown (never this process's uid: the doctor usually runs as a
+   * client user).
+   */
   public Integer dataNodeUid() {
     return dataNodeUid;
+  }
+
+  /** Where processes are listed ({@code /proc}; tests give a directory of their own). */
+  Path procRoot() {
+    return procRoot;
   }
 
   /** Test-only: a directory whose ancestors the socket-path check trusts; null in production. */
@@ -95,6 +106,7 @@ public final class DoctorContext {
     private Integer dataNodeUid;
     private Path trustedDirectoryForTests;
     private boolean contactCluster = true;
+    private Path procRoot = java.nio.file.Paths.get("/proc");
 
     private Builder(Configuration conf) {
       this.conf = Objects.requireNonNull(conf, "conf");
@@ -112,7 +124,10 @@ public final class DoctorContext {
       return this;
     }
 
-    /** The DataNode's uid (default: the socket's owner, else this process's uid). */
+    /**
+     * The DataNode's uid (default: the socket's owner, else the owner of a DataNode process on this
+     * host, else unknown and the ownership rule is not judged).
+     */
     public Builder dataNodeUid(int uid) {
       this.dataNodeUid = uid;
       return this;
@@ -125,6 +140,12 @@ public final class DoctorContext {
      */
     public Builder trustedDirectoryForTests(Path dir) {
       this.trustedDirectoryForTests = dir.toAbsolutePath();
+      return this;
+    }
+
+    /** Test-only: the directory processes are listed in (default {@code /proc}). */
+    Builder procRootForTests(Path dir) {
+      this.procRoot = dir;
       return this;
     }
 

@@ -37,6 +37,16 @@ final class SocketPathCheck implements Check {
       // Rules apply to the directories, so the template itself can be checked even when missing.
       Path checked = Paths.get(found.isEmpty() ? template : found.get(0));
       int uid = dataNodeUid(ctx, checked);
+      if (uid < 0) {
+        out.add(
+            Finding.warn(
+                ID,
+                "the DataNode's user is unknown here (the socket "
+                    + template
+                    + " cannot be seen by this user and no DataNode process is visible): who may"
+                    + " own the directories above the socket was not checked",
+                "run scr doctor as the DataNode user, or on this host while the DataNode runs"));
+      }
       List<String> violations =
           SocketPathRules.violations(checked, uid, ctx.trustedDirectoryForTests());
       if (!violations.isEmpty()) {
@@ -85,6 +95,14 @@ final class SocketPathCheck implements Check {
     return out;
   }
 
+  /** The main class a DataNode process runs ({@code hdfs datanode}). */
+  static final String DATANODE_MAIN = "org.apache.hadoop.hdfs.server.datanode.DataNode";
+
+  /**
+   * The DataNode's uid: the one given, else the socket's owner, else the owner of a DataNode
+   * process on this host, else -1 (unknown). Never this process's own uid: run as a client user the
+   * doctor would otherwise name itself as the DataNode user.
+   */
   static int dataNodeUid(DoctorContext ctx, Path socket) {
     if (ctx.dataNodeUid() != null) {
       return ctx.dataNodeUid();
@@ -92,11 +110,31 @@ final class SocketPathCheck implements Check {
     try {
       return (Integer) Files.getAttribute(socket, "unix:uid");
     } catch (IOException | RuntimeException e) {
-      try {
-        return (Integer) Files.getAttribute(Paths.get("/proc/self"), "unix:uid");
-      } catch (IOException | RuntimeException e2) {
-        return -1;
-      }
+      return dataNodeProcessUid(ctx.procRoot());
     }
+  }
+
+  /** The owner of a process running {@link #DATANODE_MAIN} under {@code proc}, or -1. */
+  static int dataNodeProcessUid(Path proc) {
+    try (java.util.stream.Stream<Path> pids = Files.list(proc)) {
+      for (Path pid : (Iterable<Path>) pids::iterator) {
+        if (!pid.getFileName().toString().chars().allMatch(Character::isDigit)) {
+          continue;
+        }
+        try {
+          byte[] cmdline = Files.readAllBytes(pid.resolve("cmdline"));
+          String args = new String(cmdline, java.nio.charset.StandardCharsets.UTF_8);
+          // The main class is one NUL-separated argument of its own.
+          if (("\0" + args + "\0").contains("\0" + DATANODE_MAIN + "\0")) {
+            return (Integer) Files.getAttribute(pid, "unix:uid");
+          }
+        } catch (IOException | RuntimeException e) {
+          // the process ended, or its command line is hidden from this user
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+    return -1;
   }
 }

@@ -13,9 +13,15 @@ import java.util.Locale;
  * {@code /} and every directory above the socket (following symlinks, as {@code stat} does) must be
  * writable by nobody but root or the DataNode user. A component fails when it is world-writable (no
  * sticky-bit exemption, so {@code /tmp} fails), group-writable by a group other than root, or
- * owner-writable and owned by neither root nor the DataNode user. The socket itself is not checked
- * (the DataNode makes it 0666; access is controlled by its directory). The path may hold at most
- * {@value #MAX_PATH_BYTES} bytes ({@code sun_path}).
+ * owner-writable and owned by neither root nor the DataNode user. A DataNode uid below 0 means
+ * unknown: the ownership rule is then not judged. The socket itself is not checked (the DataNode
+ * makes it 0666; access is controlled by its directory). The path may hold at most {@value
+ * #MAX_PATH_BYTES} bytes ({@code sun_path}).
+ *
+ * <p>Each violation names a fix that cannot break the host: a shared directory such as {@code /tmp}
+ * (world-writable with the sticky bit) or an ancestor of the socket's own directory (a home, {@code
+ * /var}) is never to be chmod-ed or chown-ed; the fix is to move the socket to a directory of its
+ * own. Only the socket's own directory is given a {@code chmod}/{@code chown}.
  *
  * <p>The single implementation of these rules in scr: the doctor uses it, and the DataNode shim
  * should. Stateless.
@@ -62,6 +68,7 @@ public final class SocketPathRules {
     for (Path d = socketPath.getParent(); d != null; d = d.getParent()) {
       dirs.add(0, d);
     }
+    Path own = socketPath.getParent();
     for (Path dir : dirs) {
       if (trustedDirectory != null && trustedDirectory.startsWith(dir)) {
         continue;
@@ -70,7 +77,7 @@ public final class SocketPathRules {
       int uid;
       int gid;
       try {
-        mode = (Integer) Files.getAttribute(dir, "unix:mode") & 0777;
+        mode = (Integer) Files.getAttribute(dir, "unix:mode") & 07777;
         uid = (Integer) Files.getAttribute(dir, "unix:uid");
         gid = (Integer) Files.getAttribute(dir, "unix:gid");
       } catch (IOException | UnsupportedOperationException e) {
@@ -83,15 +90,23 @@ public final class SocketPathRules {
         break;
       }
       String m = String.format(Locale.ROOT, "%04o", mode);
+      boolean sticky = (mode & 01000) != 0;
+      // Shared directories and ancestors are not the operator's to change for HDFS.
+      boolean mayChange = dir.equals(own) && !sticky;
       if ((mode & 0002) != 0) {
         out.add(
             dir
                 + " is world-writable (mode "
                 + m
-                + "): anyone could replace the socket. Run: chmod o-w "
-                + dir
-                + " (or put the socket in a directory such as /var/run/hdfs-sockets owned by"
-                + " the DataNode user, mode 0755)");
+                + (sticky
+                    ? ", sticky: a shared directory like /tmp; HDFS's check rejects it all the same,"
+                        + " and its mode must stay as it is"
+                    : "")
+                + "): anyone could replace the socket. "
+                + (mayChange ? "Run: chmod o-w " + dir + " (or put" : "Put")
+                + " the socket in a directory of its own such as /var/run/hdfs-sockets, owned by"
+                + " the DataNode user, mode 0755"
+                + (mayChange ? ")" : ""));
       }
       if ((mode & 0020) != 0 && gid != 0) {
         out.add(
@@ -100,19 +115,24 @@ public final class SocketPathRules {
                 + gid
                 + " (mode "
                 + m
-                + "), a group other than root. Run: chmod g-w "
-                + dir);
+                + "), a group other than root. "
+                + (mayChange
+                    ? "Run: chmod g-w " + dir
+                    : "Put the socket in a directory of its own such as /var/run/hdfs-sockets,"
+                        + " owned by the DataNode user, mode 0755"));
       }
-      if ((mode & 0200) != 0 && uid != 0 && uid != dataNodeUid) {
+      if ((mode & 0200) != 0 && uid != 0 && dataNodeUid >= 0 && uid != dataNodeUid) {
         out.add(
             dir
                 + " is owned by uid "
                 + uid
                 + ", neither root nor the DataNode user (uid "
                 + dataNodeUid
-                + "). Run: chown root "
-                + dir
-                + " (or chown it to the DataNode user)");
+                + "). "
+                + (mayChange
+                    ? "Run: chown " + dataNodeUid + " " + dir + " (or chown root " + dir + ")"
+                    : "Put the socket in a directory of its own such as /var/run/hdfs-sockets,"
+                        + " owned by the DataNode user, mode 0755"));
       }
     }
     return out;

@@ -1,6 +1,7 @@
 package io.scr.core.doctor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.shm.ShmSupport;
@@ -266,5 +267,99 @@ class DoctorTest {
     assertEquals(0, Doctor.exitCode(all), Doctor.human(all));
     assertTrue(
         Arrays.asList(Finding.Status.values()).contains(of(all, "shared-memory").get(0).status()));
+  }
+
+  @Test
+  void aClientUserIsToldInOneLineThatSizingNeedsTheSuperuser() throws Exception {
+    Configuration c = DFS.dfs().clientConf();
+    DoctorContext ctx = DoctorContext.newBuilder(c).fdLimit(65536).build();
+    // Any user but the one that started the NameNode (its superuser) is refused datanodeReport.
+    List<Finding> f =
+        org.apache.hadoop.security.UserGroupInformation.createRemoteUser("scr-doctor-client")
+            .doAs(
+                (java.security.PrivilegedExceptionAction<List<Finding>>)
+                    () -> run(ctx, new ClusterSizingCheck()));
+    assertEquals(1, f.size(), f.toString());
+    Finding sizing = f.get(0);
+    assertEquals(Finding.Status.WARN, sizing.status(), sizing.toString());
+    assertTrue(sizing.finding().contains("only to the HDFS superuser"), sizing.finding());
+    assertTrue(sizing.fix().contains("sudo -u hdfs scr doctor"), sizing.fix());
+    assertFalse(sizing.toString().contains("\n"), "one line, no stack trace: " + sizing);
+    assertFalse(sizing.toString().contains("\tat "), sizing.toString());
+  }
+
+  @Test
+  void stickyTmpIsRejectedLikeStockButNeverToBeChmodded() {
+    List<String> v = SocketPathRules.violations(Paths.get("/tmp/dn_socket"), 0);
+    String all = String.join("; ", v);
+    assertTrue(all.contains("/tmp is world-writable (mode 1777, sticky"), all);
+    assertFalse(all.contains("chmod o-w /tmp"), "that would break the host: " + all);
+    assertFalse(all.contains("chmod") || all.contains("chown"), all);
+    assertTrue(all.contains("/var/run/hdfs-sockets"), all);
+  }
+
+  @Test
+  void anAncestorIsNeverToBeChownedOnlyTheSocketsOwnDirectory() throws Exception {
+    Path home = tmp("home");
+    Path sockets = Files.createDirectory(home.resolve("sockets"));
+    Files.setPosixFilePermissions(
+        home, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+    String all = String.join("; ", SocketPathRules.violations(sockets.resolve("dn"), 0, BASE));
+    assertTrue(all.contains(home + " is world-writable (mode 0777)"), all);
+    assertFalse(all.contains("chmod o-w " + home), "an ancestor (a home?) is not HDFS's: " + all);
+  }
+
+  @Test
+  void aClientUserIsNotTakenForTheDataNodeUser() throws Exception {
+    Path dir = tmp("owner");
+    Path sockets = Files.createDirectory(dir.resolve("sockets"));
+    assumeRootForChown(sockets, 4343);
+    String socket = sockets.resolve("dn._PORT.sock").toString();
+    Path noProcesses = tmp("proc-empty");
+    // No socket to stat and no DataNode process: the DataNode's user is unknown, so the doctor
+    // must not judge the owner against its own uid (before: "neither root nor the DataNode user
+    // (uid <the doctor's uid>)").
+    List<Finding> f =
+        run(
+            DoctorContext.newBuilder(conf(socket))
+                .trustedDirectoryForTests(BASE)
+                .procRootForTests(noProcesses)
+                .build(),
+            new SocketPathCheck());
+    String all = f.toString();
+    assertFalse(all.contains("neither root nor the DataNode user"), all);
+    assertTrue(all.contains("the DataNode's user is unknown here"), all);
+
+    // A DataNode process visible in the process table names the DataNode user.
+    Path proc = tmp("proc");
+    Path pid = Files.createDirectory(proc.resolve("4711"));
+    Files.write(
+        pid.resolve("cmdline"),
+        ("java\0-Xmx1g\0" + SocketPathCheck.DATANODE_MAIN + "\0")
+            .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    Files.setAttribute(pid, "unix:uid", 995);
+    Files.createDirectory(proc.resolve("self"));
+    f =
+        run(
+            DoctorContext.newBuilder(conf(socket))
+                .trustedDirectoryForTests(BASE)
+                .procRootForTests(proc)
+                .build(),
+            new SocketPathCheck());
+    all = f.toString();
+    assertTrue(
+        all.contains(
+            sockets + " is owned by uid 4343, neither root nor the DataNode user (uid 995)"),
+        all);
+    assertFalse(all.contains("the DataNode's user is unknown here"), all);
+  }
+
+  private static void assumeRootForChown(Path dir, int uid) {
+    try {
+      Files.setAttribute(dir, "unix:uid", uid);
+    } catch (Exception e) {
+      org.junit.jupiter.api.Assumptions.assumeTrue(
+          false, "chown needs root (permission bits and owners cannot be faked otherwise): " + e);
+    }
   }
 }
