@@ -100,6 +100,10 @@ public final class ScrClient implements Closeable {
   /** The key the socket path templates come from (for log lines). */
   private final String templateKey;
 
+  /** Whether the no-socket-matches-the-template WARN was logged (once per engine). */
+  private final java.util.concurrent.atomic.AtomicBoolean noSocketWarned =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
   /** Whether the cannot-list-the-socket-directory WARN was logged (once per engine). */
   private final java.util.concurrent.atomic.AtomicBoolean unlistableWarned =
       new java.util.concurrent.atomic.AtomicBoolean();
@@ -334,6 +338,7 @@ public final class ScrClient implements Closeable {
    */
   public List<String> localSocketPaths() {
     List<String> out = new ArrayList<>();
+    String unmatched = null; // a _PORT template that matched no socket file, for the warning
     for (String t : pathTemplates) {
       if (!t.contains("_PORT")) {
         out.add(t);
@@ -344,6 +349,11 @@ public final class ScrClient implements Closeable {
       String name = template.getName();
       int at = name.indexOf("_PORT");
       String[] entries = dir == null || at < 0 ? null : directoryLister.apply(dir);
+      if (entries == null && dir != null && at >= 0 && !dir.exists()) {
+        // No such directory (as far as this user can see): no DataNode has bound a socket there.
+        unmatched = t + " (directory " + dir + " does not exist)";
+        continue;
+      }
       if (entries == null) {
         String resolved = configuredXferPort > 0 ? resolve(t, configuredXferPort) : null;
         warnUnlistable(t, dir, at < 0, resolved);
@@ -357,6 +367,7 @@ public final class ScrClient implements Closeable {
       if (name.indexOf("_PORT", at + 1) >= 0) {
         continue;
       }
+      int before = out.size();
       for (String e : entries) {
         if (e.startsWith(prefix)
             && e.endsWith(suffix)
@@ -367,8 +378,32 @@ public final class ScrClient implements Closeable {
           }
         }
       }
+      if (out.size() == before) {
+        unmatched = t + " (no matching file in " + dir + ")";
+      }
+    }
+    if (out.isEmpty() && unmatched != null) {
+      warnNoSocket(unmatched);
     }
     return out;
+  }
+
+  /**
+   * Logs once per engine that no socket file matches the configured templates: every read the
+   * accessor serves then falls back (NOT_CONFIGURED), which would otherwise go unsaid.
+   */
+  private void warnNoSocket(String what) {
+    if (!noSocketWarned.compareAndSet(false, true)) {
+      return;
+    }
+    LOG.warn(
+        "no DataNode socket on this host matches {} = {}: short-circuit reads through the replica"
+            + " accessor fall back to TCP (FallbackReason NOT_CONFIGURED) until one appears. A"
+            + " stock DataNode binds its socket only when dfs.client.read.shortcircuit=true in its"
+            + " own hdfs-site.xml (and libhadoop loads); the scr shim binds scr.shim.socket.path."
+            + " The DataNode log says 'Listening on UNIX domain socket' with the path it uses",
+        templateKey,
+        what);
   }
 
   private static String resolve(String template, int port) {

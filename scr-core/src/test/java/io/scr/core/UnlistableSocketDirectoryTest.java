@@ -131,4 +131,32 @@ class UnlistableSocketDirectoryTest {
       Files.setPosixFilePermissions(sockets, PosixFilePermissions.fromString("rwx------"));
     }
   }
+
+  @Test
+  void aTemplateThatMatchesNoSocketIsOneWarningNamingTheStockDataNodeSwitch() {
+    String template = dir.resolve("dn_socket._PORT").toString();
+    try (WarnCapture warnings = WarnCapture.start();
+        ScrClient scr = new ScrClient(conf(template), "no-socket", Ticker.systemTicker())) {
+      for (int i = 0; i < 3; i++) {
+        assertEquals(List.of(), scr.localSocketPaths());
+      }
+      List<String> lines = warnings.matching("no DataNode socket on this host matches");
+      assertEquals(1, lines.size(), warnings.all().toString());
+      String line = lines.get(0);
+      assertTrue(line.contains("dfs.domain.socket.path = " + template), line);
+      assertTrue(line.contains("dfs.client.read.shortcircuit=true in its own hdfs-site.xml"), line);
+      assertEquals(List.of(), warnings.matching("cannot list"), "the directory is listable");
+    }
+  }
+
+  @Test
+  void aMissingDirectoryIsNoSocketNotAnUnlistableDirectory() {
+    String template = dir.resolve("absent/dn_socket._PORT").toString();
+    try (WarnCapture warnings = WarnCapture.start();
+        ScrClient scr = new ScrClient(conf(template), "no-dir", Ticker.systemTicker())) {
+      assertEquals(List.of(), scr.localSocketPaths());
+      assertEquals(1, warnings.matching("does not exist").size(), warnings.all().toString());
+      assertEquals(List.of(), warnings.matching("cannot list"), warnings.all().toString());
+    }
+  }
 }
