@@ -29,7 +29,7 @@ final class ProtocolCheck implements Check {
         DomainSocketPool.newBuilder().connectTimeoutMs(2000).readTimeoutMs(5000).build();
     try {
       for (String template : SocketPaths.templates(ctx.conf())) {
-        for (String path : SocketPaths.existing(template)) {
+        for (String path : SocketPaths.existing(template, ctx.conf())) {
           out.add(probe(pool, path));
         }
       }

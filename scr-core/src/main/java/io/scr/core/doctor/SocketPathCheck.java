@@ -33,7 +33,7 @@ final class SocketPathCheck implements Check {
       return out;
     }
     for (String template : templates) {
-      List<String> found = SocketPaths.existing(template);
+      List<String> found = SocketPaths.existing(template, ctx.conf());
       // Rules apply to the directories, so the template itself can be checked even when missing.
       Path checked = Paths.get(found.isEmpty() ? template : found.get(0));
       int uid = dataNodeUid(ctx, checked);
@@ -59,6 +59,25 @@ final class SocketPathCheck implements Check {
                     + violations.get(0)
                     + (violations.size() > 1 ? " (and " + (violations.size() - 1) + " more)" : ""),
                 String.join("; ", violations)));
+      }
+      Path parent = Paths.get(template).getParent();
+      if (found.isEmpty()
+          && parent != null
+          && Files.isDirectory(parent)
+          && !Files.isExecutable(parent)) {
+        // 0700 and not ours: the socket may well be there; this user just cannot reach it.
+        out.add(
+            Finding.fail(
+                ID,
+                "socket "
+                    + template
+                    + " cannot be reached by this user: directory "
+                    + parent
+                    + " is not traversable for it (permission denied)",
+                "clients must traverse (not list) the socket directory: chmod o+x "
+                    + parent
+                    + " (e.g. mode 0711 or 0755, owned by the DataNode user)"));
+        continue;
       }
       if (found.isEmpty()) {
         out.add(

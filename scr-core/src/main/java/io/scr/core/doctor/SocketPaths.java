@@ -30,7 +30,30 @@ final class SocketPaths {
         : ScrKeys.DFS_DOMAIN_SOCKET_PATH.name();
   }
 
-  /** Files that exist for {@code template} (one per DataNode for a _PORT template). */
+  /**
+   * Files that exist for {@code template} (one per DataNode for a _PORT template). A directory this
+   * user may traverse but not list (0711) is handled as the client does: {@code _PORT} becomes the
+   * port of {@code dfs.datanode.address} and that one file is looked at.
+   */
+  static List<String> existing(String template, Configuration conf) {
+    List<String> out = existing(template);
+    if (out.isEmpty() && template.contains("_PORT")) {
+      File dir = new File(template).getParentFile();
+      if (dir != null && dir.exists() && dir.list() == null) {
+        String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf);
+        String port = address == null ? "" : address.substring(address.lastIndexOf(':') + 1).trim();
+        if (!port.isEmpty() && port.chars().allMatch(Character::isDigit) && !port.equals("0")) {
+          String resolved = template.replace("_PORT", port);
+          if (new File(resolved).exists()) {
+            out.add(resolved);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Files that exist for {@code template}, found by listing (one per DataNode for _PORT). */
   static List<String> existing(String template) {
     List<String> out = new ArrayList<>();
     if (!template.contains("_PORT")) {
