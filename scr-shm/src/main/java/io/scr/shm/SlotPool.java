@@ -1,6 +1,7 @@
 package io.scr.shm;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.shm.internal.FailureLog;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.lang.invoke.MethodHandles;

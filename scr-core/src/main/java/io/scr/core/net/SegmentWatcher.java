@@ -1,5 +1,6 @@
 package io.scr.core.net;
 
+import io.scr.shm.internal.FailureLog;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -42,6 +43,9 @@ public final class SegmentWatcher implements Closeable {
   private final ConcurrentLinkedQueue<Registration> pending = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean closed = new AtomicBoolean();
 
+  /** Longest pause between two failing passes. */
+  private static final long MAX_PAUSE = TimeUnit.SECONDS.toNanos(1);
+
   /** Opens the selector and starts the watcher thread. */
   public SegmentWatcher(ThreadFactory threadFactory) throws IOException {
     this.selector = AFUNIXSelectorProvider.provider().openSelector();
@@ -65,17 +69,11 @@ public final class SegmentWatcher implements Closeable {
 
   private void run() {
     ByteBuffer probe = ByteBuffer.allocate(1);
-    long failuresInARow = 0;
-    long lastLogged = 0;
-    long pauseMillis = 10;
+    FailureLog failures = new FailureLog();
     while (!closed.get()) {
       try {
         pass(probe);
-        if (failuresInARow > 0) {
-          LOG.info("segment watcher works again after {} failures in a row", failuresInARow);
-          failuresInARow = 0;
-          pauseMillis = 10;
-        }
+        failures.succeeded(LOG, "segment watcher");
       } catch (ClosedSelectorException e) {
         if (!closed.get()) {
           LOG.error(
@@ -88,25 +86,13 @@ public final class SegmentWatcher implements Closeable {
         if (closed.get()) {
           return;
         }
-        long now = System.nanoTime();
-        if (failuresInARow++ == 0) {
-          lastLogged = now;
-          LOG.error(
-              "segment watcher failed; it keeps running (repeats are logged once a minute)", e);
-        } else if (now - lastLogged >= TimeUnit.MINUTES.toNanos(1)) {
-          lastLogged = now;
-          LOG.error(
-              "segment watcher failed again ({} failures in a row): {}",
-              failuresInARow,
-              e.toString());
-        }
+        long pauseNanos = failures.failed(LOG, "segment watcher", e, System.nanoTime(), MAX_PAUSE);
         try {
-          Thread.sleep(pauseMillis); // a broken selector must not spin a core
+          TimeUnit.NANOSECONDS.sleep(pauseNanos); // a broken selector must not spin a core
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
           return;
         }
-        pauseMillis = Math.min(1000, pauseMillis * 2);
       }
     }
   }

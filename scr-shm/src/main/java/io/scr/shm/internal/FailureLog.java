@@ -1,4 +1,4 @@
-package io.scr.shm;
+package io.scr.shm.internal;
 
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -10,10 +10,12 @@ import org.slf4j.Logger;
  * line with how many were not logged; the loop pauses between attempts, doubling from 10 ms up to a
  * cap, so it keeps going without spinning.
  *
- * <p>Not thread-safe: each instance belongs to the one thread that runs its loop.
+ * <p>Shared by the background loops of scr-shm (the slot pool's refill and maintenance) and
+ * scr-core (the segment watcher). Not thread-safe: each instance belongs to the one thread that
+ * runs its loop.
  */
-final class FailureLog {
-  static final long INTERVAL_NANOS = TimeUnit.MINUTES.toNanos(1);
+public final class FailureLog {
+  public static final long INTERVAL_NANOS = TimeUnit.MINUTES.toNanos(1);
   private static final long FIRST_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
   private long inARow;
@@ -26,7 +28,7 @@ final class FailureLog {
    *
    * @return how long the loop should pause before it tries again, in nanoseconds
    */
-  long failed(Logger log, String what, Throwable t, long nowNanos, long maxPauseNanos) {
+  public long failed(Logger log, String what, Throwable t, long nowNanos, long maxPauseNanos) {
     if (inARow++ == 0) {
       log.error(
           "{} failed; it keeps running and retries (repeats are logged once a minute)", what, t);
@@ -50,7 +52,7 @@ final class FailureLog {
   }
 
   /** The loop made progress: the next failure starts a new streak (and is logged in full). */
-  void succeeded(Logger log, String what) {
+  public void succeeded(Logger log, String what) {
     if (inARow > 0) {
       log.info("{} works again after {} failures in a row", what, inARow);
       inARow = 0;
@@ -59,7 +61,7 @@ final class FailureLog {
   }
 
   /** Failures in the current streak (0 when the last pass worked). */
-  long inARow() {
+  public long inARow() {
     return inARow;
   }
 }

@@ -1,4 +1,4 @@
-package io.scr.shm;
+package io.scr.shm.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
