@@ -19,6 +19,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 /**
  * One child JVM of the deployment: a NameNode, a DataNode or a client, started by {@link
@@ -32,6 +33,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class Child {
   private static final Set<Child> LIVE = ConcurrentHashMap.newKeySet();
+  private static final Pattern WHITESPACE = Pattern.compile("\\s+");
 
   static {
     Runtime.getRuntime().addShutdownHook(new Thread(Child::killAll, "scr-it-deploy-kill-children"));
@@ -75,7 +77,7 @@ final class Child {
     Process p = builder.start();
     Child c = new Child(name, p, log, readStdout);
     LIVE.add(c);
-    p.onExit().thenRun(() -> LIVE.remove(c));
+    var unused = p.onExit().thenRun(() -> LIVE.remove(c));
     return c;
   }
 
@@ -156,7 +158,7 @@ final class Child {
   int[] uids() throws IOException {
     for (String line : Files.readAllLines(Path.of("/proc/" + pid() + "/status"))) {
       if (line.startsWith("Uid:")) {
-        String[] f = line.substring(4).trim().split("\\s+");
+        String[] f = WHITESPACE.split(line.substring(4).trim(), -1);
         int[] out = new int[f.length];
         for (int i = 0; i < f.length; i++) {
           out[i] = Integer.parseInt(f[i]);
@@ -218,7 +220,7 @@ final class Child {
   /** Parses a {@code key=value key=value} line (values without spaces). */
   static Map<String, String> parseProperties(String line) {
     Map<String, String> out = new LinkedHashMap<>();
-    for (String kv : line.trim().split("\\s+")) {
+    for (String kv : WHITESPACE.split(line.trim(), -1)) {
       int eq = kv.indexOf('=');
       if (eq > 0) {
         out.put(kv.substring(0, eq), kv.substring(eq + 1));

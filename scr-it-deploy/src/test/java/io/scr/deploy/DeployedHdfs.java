@@ -92,7 +92,8 @@ final class DeployedHdfs implements AutoCloseable {
           "-XX:-UsePerfData",
           "-Djava.net.preferIPv4Stack=true");
 
-  private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
+  private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
+  private static final Pattern COLON = Pattern.compile(":");
   private static final Pattern BYTES_READ = Pattern.compile("\"BytesRead\"\\s*:\\s*(\\d+)");
 
   /** A Unix user a child runs as. */
@@ -177,7 +178,13 @@ final class DeployedHdfs implements AutoCloseable {
     setpriv = onPath("setpriv");
     String why = null;
     User me = currentUser();
-    if (!root) {
+    if (Boolean.getBoolean("scr.it.deploy.singleUser")) {
+      why =
+          "-Dscr.it.deploy.singleUser=true: the NameNode, DataNodes and clients all run as "
+              + me
+              + "; the user boundary and a socket directory the client cannot list are not"
+              + " exercised";
+    } else if (!root) {
       why =
           "not running as root: the NameNode, DataNodes and clients all run as "
               + me
@@ -187,12 +194,22 @@ final class DeployedHdfs implements AutoCloseable {
       why = "setpriv (util-linux) is not on the PATH: every process runs as " + me;
     }
     if (why == null) {
-      dataNodeUser = ensureUser(DATANODE_USER);
-      clientUser = ensureUser(CLIENT_USER);
-    } else {
-      dataNodeUser = me;
-      clientUser = me;
+      why = unreadableByOthers(Paths.get(System.getProperty("java.home"), "bin", "java"));
     }
+    User dn = me;
+    User client = me;
+    if (why == null) {
+      try {
+        dn = ensureUser(DATANODE_USER);
+        client = ensureUser(CLIENT_USER);
+      } catch (IOException | IllegalStateException e) {
+        why = "cannot create the test users (" + e.getMessage() + "): every process runs as " + me;
+        dn = me;
+        client = me;
+      }
+    }
+    dataNodeUser = dn;
+    clientUser = client;
     degradation = why;
     if (degradation != null) {
       System.err.println("scr-it-deploy: DEGRADED: " + degradation);
@@ -515,7 +532,8 @@ final class DeployedHdfs implements AutoCloseable {
    */
   void writeFile(DataNode dn, String path, byte[] data) throws IOException {
     org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(path);
-    InetSocketAddress favored = new InetSocketAddress("127.0.0.1", dn.xferPort);
+    InetSocketAddress favored =
+        new InetSocketAddress(InetAddress.getLoopbackAddress(), dn.xferPort);
     try (FSDataOutputStream out =
         admin.create(
             p,
@@ -688,7 +706,7 @@ final class DeployedHdfs implements AutoCloseable {
               + ") is not a file: run through Maven (maven-dependency-plugin build-classpath)");
     }
     List<String> out = new ArrayList<>();
-    for (String e : Files.readString(Paths.get(file)).trim().split(":")) {
+    for (String e : COLON.split(Files.readString(Paths.get(file)).trim(), -1)) {
       if (!e.isEmpty() && e.endsWith(".jar")) {
         out.add(e);
       }
@@ -801,9 +819,13 @@ final class DeployedHdfs implements AutoCloseable {
     for (Path c : candidates) {
       String problem = socketPathProblem(c, uid);
       if (problem == null && c.toString().length() < 60) {
-        Path base = Files.createTempDirectory(c, "scr-it-deploy-");
-        chmod(base, "rwxr-xr-x");
-        return base;
+        try {
+          Path base = Files.createTempDirectory(c, "scr-it-deploy-");
+          chmod(base, "rwxr-xr-x");
+          return base;
+        } catch (IOException e) {
+          problem = "cannot create a directory there: " + e;
+        }
       }
       rejected.add(c + ": " + (problem == null ? "too long for sun_path" : problem));
     }
@@ -839,6 +861,30 @@ final class DeployedHdfs implements AutoCloseable {
     return null;
   }
 
+  /**
+   * Null when other users may run {@code java} (the JDK must be world-readable for children run as
+   * the DataNode and client users); else why not. A JDK under a 0700 home cannot be used by them.
+   */
+  private static String unreadableByOthers(Path java) {
+    try {
+      Path real = java.toRealPath();
+      if (((Integer) Files.getAttribute(real, "unix:mode") & 0005) != 0005) {
+        return real
+            + " is not readable and executable by other users: every process runs as the current user";
+      }
+      for (Path d = real.getParent(); d != null; d = d.getParent()) {
+        if (((Integer) Files.getAttribute(d, "unix:mode") & 0001) == 0) {
+          return "the JDK's directory "
+              + d
+              + " cannot be traversed by other users: every process runs as the current user";
+        }
+      }
+      return null;
+    } catch (IOException e) {
+      return "cannot inspect the JDK (" + e + "): every process runs as the current user";
+    }
+  }
+
   private static int[] freePorts(int n) throws IOException {
     List<ServerSocket> open = new ArrayList<>();
     try {
@@ -867,7 +913,7 @@ final class DeployedHdfs implements AutoCloseable {
   }
 
   private static boolean onPath(String command) {
-    for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":")) {
+    for (String dir : COLON.split(System.getenv().getOrDefault("PATH", "/usr/bin:/bin"), -1)) {
       if (Files.isExecutable(Paths.get(dir, command))) {
         return true;
       }

@@ -53,7 +53,7 @@ class DeploymentTest {
   private static final int CONTROL_LEN = 777_001;
 
   private static final Map<DataNode, Long> CONTROL_COST = new LinkedHashMap<>();
-  private static final Duration CLIENT_TIMEOUT = Duration.ofSeconds(120);
+  private static final Duration CLIENT_TIMEOUT = Duration.ofMinutes(2);
   private static final String LIBHADOOP = "libhadoop.so";
 
   private static DeployedHdfs hdfs;
@@ -225,7 +225,7 @@ class DeploymentTest {
             String.valueOf(LEN),
             String.valueOf(crc),
             String.valueOf(first),
-            "60000");
+            "30000");
     List<Child> clients = new ArrayList<>();
     clients.add(hdfs.startClient("e-accessor-restart", accessorConf(shim), true, false, args));
     clients.add(hdfs.startClient("e-scrfs-restart", scrFileSystemConf(shim), true, false, args));
