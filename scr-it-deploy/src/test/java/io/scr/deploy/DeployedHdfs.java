@@ -351,10 +351,18 @@ final class DeployedHdfs implements AutoCloseable {
    * {@link #awaitDataNode} waits until it serves. Launch several first: they start in parallel.
    */
   DataNode startDataNode(String name, boolean shim) throws IOException {
+    return startDataNode(name, shim, "rwxr-xr-x");
+  }
+
+  /**
+   * Like {@link #startDataNode(String, boolean)} with the socket directory at {@code socketDirMode}
+   * (e.g. {@code rwxrwxrwx}: a layout the path check must refuse).
+   */
+  DataNode startDataNode(String name, boolean shim, String socketDirMode) throws IOException {
     int[] ports = freePorts(2);
     Path home = Files.createDirectories(tree.resolve(name));
     Path sockets = ownedDir(socketBase.resolve(name), dataNodeUser);
-    chmod(sockets, "rwxr-xr-x");
+    chmod(sockets, socketDirMode);
     DataNode dn = new DataNode(name, shim, ports[0], ports[1], home, sockets);
     ownedDir(home.resolve("data"), dataNodeUser);
     dataNodes.add(dn);

@@ -131,9 +131,48 @@ class DeploymentTest {
         "the NameNode was started without libhadoop");
   }
 
-  /** Mode A: stock DataNode with libhadoop, scr clients both ways, no libhadoop in the client. */
+  /**
+   * The socket path check runs in both deployed DataNodes (no skip key): with a world-writable
+   * socket directory the stock DataNode refuses to start, and the shim refuses to bind and says
+   * why, while its DataNode keeps running.
+   */
   @Test
   @Order(2)
+  void bothDataNodesRefuseAWorldWritableSocketDirectory() throws Exception {
+    DataNode stockInsecure = hdfs.startDataNode("dn-stock-0777", false, "rwxrwxrwx");
+    DataNode shimInsecure = hdfs.startDataNode("dn-shim-0777", true, "rwxrwxrwx");
+    try {
+      int rc = stockInsecure.process.awaitExit(Duration.ofMinutes(2));
+      assertTrue(rc != 0, "the stock DataNode must not start with a 0777 socket directory");
+      List<String> refused = stockInsecure.process.logLines(stockInsecure.socketDir.toString());
+      assertTrue(
+          refused.stream().anyMatch(l -> l.contains("permissions") || l.contains("writable")),
+          "the stock DataNode's refusal names the directory" + stockInsecure.process.describe());
+      log("stock DataNode refused: " + refused.get(0));
+      String shimRefusal =
+          "The scr shim cannot serve short-circuit reads on " + shimInsecure.socket();
+      long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+      while (shimInsecure.process.logLines(shimRefusal).isEmpty()) {
+        assertTrue(
+            shimInsecure.process.isAlive() && System.nanoTime() - deadline < 0,
+            "the shim must refuse the 0777 socket directory" + shimInsecure.process.describe());
+        Thread.sleep(100); // the refusal shows only in the DataNode's log
+      }
+      log("shim refused: " + shimInsecure.process.logLines(shimRefusal).get(0));
+      assertTrue(
+          shimInsecure.process.logLines("the socket path security check is OFF").isEmpty(),
+          "no skip key in a deployed shim");
+      assertTrue(shimInsecure.process.isAlive(), "the shim's refusal does not stop its DataNode");
+      assertTrue(!Files.exists(shimInsecure.socket()), "the shim bound nothing");
+    } finally {
+      stockInsecure.process.kill();
+      shimInsecure.process.kill();
+    }
+  }
+
+  /** Mode A: stock DataNode with libhadoop, scr clients both ways, no libhadoop in the client. */
+  @Test
+  @Order(3)
   void stockDataNodeServesScrClients() throws Exception {
     Map<String, String> r = read("a-accessor", stock, accessorConf(stock), true, false, STOCK_FILE);
     assertEquals("org.apache.hadoop.hdfs.DistributedFileSystem", r.get("fs"));
@@ -143,7 +182,7 @@ class DeploymentTest {
 
   /** Mode B: the shim DataNode without libhadoop, scr clients both ways: no libhadoop anywhere. */
   @Test
-  @Order(3)
+  @Order(4)
   void shimDataNodeServesScrClients() throws Exception {
     Map<String, String> r = read("b-accessor", shim, accessorConf(shim), true, false, SHIM_FILE);
     assertEquals("org.apache.hadoop.hdfs.DistributedFileSystem", r.get("fs"));
@@ -153,7 +192,7 @@ class DeploymentTest {
 
   /** Mode C: a stock client with libhadoop and stock short-circuit reads, through the shim. */
   @Test
-  @Order(4)
+  @Order(5)
   void stockClientReadsThroughTheShim() throws Exception {
     Map<String, String> conf = new LinkedHashMap<>();
     conf.put("dfs.client.read.shortcircuit", "true");
@@ -169,7 +208,7 @@ class DeploymentTest {
    * hdfs-site.xml (as on a host whose DataNode and clients share it) and says so once.
    */
   @Test
-  @Order(5)
+  @Order(6)
   void socketDirectoryTheClientMayTraverseButNotList() throws Exception {
     Path dir = stock.socketDir;
     Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
@@ -214,7 +253,7 @@ class DeploymentTest {
    * new DataNode process) short-circuit again.
    */
   @Test
-  @Order(6)
+  @Order(7)
   void dataNodeKilledAndRestartedUnderReadingClients() throws Exception {
     long crc = CRCS.get(RESTART_FILE);
     int first = DeployedHdfs.BLOCK_SIZE;
