@@ -29,6 +29,9 @@ import java.util.regex.Pattern;
  * run leaves no process of the deployment's users behind (the children also get SIGKILL from the
  * kernel when this JVM dies: {@code setpriv --pdeathsig KILL}).
  *
+ * <p>Start children from the test's own (main) thread: the kernel's parent-death signal follows the
+ * thread that forked, so a child started from a short-lived thread would die with it.
+ *
  * <p>Not thread-safe, except {@link #killAll()}.
  */
 final class Child {

@@ -168,7 +168,6 @@ final class DeployedHdfs implements AutoCloseable {
   private final Path noNativeDir;
   private final Path javaBin;
   private final int nameNodePort;
-  private final List<DataNode> dataNodes = new ArrayList<>();
   private Child nameNode;
   private DistributedFileSystem admin;
   private boolean closed;
@@ -365,7 +364,6 @@ final class DeployedHdfs implements AutoCloseable {
     chmod(sockets, socketDirMode);
     DataNode dn = new DataNode(name, shim, ports[0], ports[1], home, sockets);
     ownedDir(home.resolve("data"), dataNodeUser);
-    dataNodes.add(dn);
     start(dn);
     return dn;
   }
@@ -679,7 +677,7 @@ final class DeployedHdfs implements AutoCloseable {
     return c;
   }
 
-  /** The JVM-wide interface to the checks: a condition, polled with a deadline. */
+  /** A start-up condition, polled with a deadline by {@link #awaitTrue}. */
   interface Condition {
     boolean holds() throws IOException;
   }

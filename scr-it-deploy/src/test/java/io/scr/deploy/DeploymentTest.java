@@ -31,10 +31,10 @@ import org.junit.jupiter.api.TestMethodOrder;
  *
  * <p>Every read proves short-circuit twice, from both ends: the client's stream counts every byte
  * short-circuit ({@code ReadStatistics}), and the DataNode's own TCP {@code BytesRead} (its JMX
- * endpoint) grows by exactly the bytes of a TCP control read made afterwards, so it stayed flat
- * during the client's read while being demonstrably live. Scr clients run without libhadoop on
- * their library path, so stock short-circuit cannot be what served them; {@code /proc/<pid>/maps}
- * shows which JVM loaded libhadoop.
+ * endpoint) grows by exactly what a TCP control read made afterwards adds, so it stayed flat during
+ * the client's read while being demonstrably live. Scr clients run without libhadoop on their
+ * library path, so stock short-circuit cannot be what served them; {@code /proc/<pid>/maps} shows
+ * which JVM loaded libhadoop.
  *
  * <p>The cases share the cluster and run in order; the last one kills a DataNode.
  */
