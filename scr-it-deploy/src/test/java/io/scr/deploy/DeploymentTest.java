@@ -36,7 +36,7 @@ import org.junit.jupiter.api.TestMethodOrder;
  * library path, so stock short-circuit cannot be what served them; {@code /proc/<pid>/maps} shows
  * which JVM loaded libhadoop.
  *
- * <p>The cases share the cluster and run in order; the last one kills a DataNode.
+ * <p>The cases share the cluster and run in order; the last two kill a DataNode each.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class DeploymentTest {
@@ -44,6 +44,7 @@ class DeploymentTest {
   private static final String STOCK_FILE = "/deploy/on-stock.bin";
   private static final String SHIM_FILE = "/deploy/on-shim.bin";
   private static final String RESTART_FILE = "/deploy/restart.bin";
+  private static final String STOCK_RESTART_FILE = "/deploy/restart-stock.bin";
 
   /**
    * The TCP control read's file: one block (one atomic increment of the DataNode's counter) whose
@@ -80,6 +81,7 @@ class DeploymentTest {
     write(stock, STOCK_FILE, 1);
     write(shim, SHIM_FILE, 2);
     write(shim, RESTART_FILE, 3);
+    write(stock, STOCK_RESTART_FILE, 5);
     for (DataNode dn : List.of(stock, shim)) {
       String control = controlFile(dn);
       byte[] data = new byte[CONTROL_LEN];
@@ -254,31 +256,44 @@ class DeploymentTest {
    */
   @Test
   @Order(7)
-  void dataNodeKilledAndRestartedUnderReadingClients() throws Exception {
-    long crc = CRCS.get(RESTART_FILE);
+  void shimDataNodeKilledAndRestartedUnderReadingClients() throws Exception {
+    killAndRestartUnderReadingClients(shim, RESTART_FILE);
+  }
+
+  /** The same with the stock DataNode (mode A), whose libhadoop binds over its stale socket. */
+  @Test
+  @Order(8)
+  void stockDataNodeKilledAndRestartedUnderReadingClients() throws Exception {
+    killAndRestartUnderReadingClients(stock, STOCK_RESTART_FILE);
+  }
+
+  private static void killAndRestartUnderReadingClients(DataNode dn, String file) throws Exception {
+    long crc = CRCS.get(file);
     int first = DeployedHdfs.BLOCK_SIZE;
     List<String> args =
         List.of(
             "restart",
-            RESTART_FILE,
+            file,
             String.valueOf(LEN),
             String.valueOf(crc),
             String.valueOf(first),
             "30000");
+    String tag = dn.shim ? "b" : "a";
     List<Child> clients = new ArrayList<>();
-    clients.add(hdfs.startClient("e-accessor-restart", accessorConf(shim), true, false, args));
-    clients.add(hdfs.startClient("e-scrfs-restart", scrFileSystemConf(shim), true, false, args));
+    clients.add(
+        hdfs.startClient("e-" + tag + "-accessor-restart", accessorConf(dn), true, false, args));
+    clients.add(
+        hdfs.startClient("e-" + tag + "-scrfs-restart", scrFileSystemConf(dn), true, false, args));
     for (Child c : clients) {
       Map<String, String> paused =
           Child.parseProperties(c.awaitLine(DeployClient.PAUSED, CLIENT_TIMEOUT));
       assertEquals(String.valueOf(first), paused.get("sc"), c + " before the kill: " + paused);
     }
     long killed = System.nanoTime();
-    hdfs.killAndRestart(shim);
+    hdfs.killAndRestart(dn);
     log(
         String.format(
-            "%s killed (-9) and serving again in %.1f s",
-            shim, (System.nanoTime() - killed) / 1e9));
+            "%s killed (-9) and serving again in %.1f s", dn, (System.nanoTime() - killed) / 1e9));
     for (Child c : clients) {
       c.send("go");
     }
@@ -298,7 +313,7 @@ class DeploymentTest {
       c.send("exit");
       assertEquals(0, c.awaitExit(CLIENT_TIMEOUT), c + c.describe());
     }
-    assertEquals(List.of(), shim.process.mappedLibraries(LIBHADOOP));
+    assertEquals(dn.shim, dn.process.mappedLibraries(LIBHADOOP).isEmpty(), dn + " libhadoop");
   }
 
   // ------------------------------------------------------------------ helpers
