@@ -1027,6 +1027,7 @@ final class DeployedHdfs implements AutoCloseable {
     if (!Files.isDirectory(logs)) {
       return;
     }
+    deleteRecursively(into); // this run's logs only
     Files.createDirectories(into);
     try (Stream<Path> s = Files.list(logs)) {
       for (Path f : (Iterable<Path>) s::iterator) {
