@@ -5,6 +5,7 @@ import java.lang.invoke.VarHandle;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 
 /**
  * Threads waiting for an item, and the hand-off of items to them: the waiter queue of a {@link
@@ -35,6 +36,20 @@ final class HandOffQueue<T> {
   /** Waiters in state WAITING (may dip below zero for an instant; only {@code > 0} is tested). */
   private final AtomicInteger waiting = new AtomicInteger();
 
+  /** Unparks a thread: {@link LockSupport#unpark}, or a recorder in the model test. */
+  private final Consumer<Thread> waker;
+
+  HandOffQueue() {
+    this(LockSupport::unpark);
+  }
+
+  /**
+   * A queue whose wake-ups go to {@code waker} (the model test's park without spurious returns).
+   */
+  HandOffQueue(Consumer<Thread> waker) {
+    this.waker = waker;
+  }
+
   /**
    * Queues the calling thread. Queue first, count second: whoever sees the count finds the entry.
    */
@@ -64,7 +79,7 @@ final class HandOffQueue<T> {
     while ((w = queue.poll()) != null) {
       if (w.fill(item)) {
         waiting.decrementAndGet();
-        LockSupport.unpark(w.thread);
+        waker.accept(w.thread);
         return true;
       }
     }
@@ -92,7 +107,7 @@ final class HandOffQueue<T> {
   void unparkOldestWaiting() {
     for (Waiter<T> w : queue) {
       if (w.isWaiting()) {
-        LockSupport.unpark(w.thread);
+        waker.accept(w.thread);
         return;
       }
     }
@@ -101,7 +116,7 @@ final class HandOffQueue<T> {
   /** Wakes every queued thread (the pool is closing: each sees that and leaves). */
   void unparkAll() {
     for (Waiter<T> w : queue) {
-      LockSupport.unpark(w.thread);
+      waker.accept(w.thread);
     }
   }
 
