@@ -231,6 +231,12 @@ final class Refiller {
         // An Error (OutOfMemoryError, LinkageError from the native stack) is a failed fetch too:
         // the refill thread must outlive it, or the pool silently never grows again.
         table.endFetch();
+        if (table.isClosed()) {
+          // The pool closed under the fetch (its close interrupts this thread, which closes the
+          // fetch's channel): the end of the pool, not a failure to report.
+          LOG.debug("Fetching a shared-memory segment for {} ended by the pool's close", name);
+          break;
+        }
         counters.segmentFetchFailures.incrementAndGet();
         counters.lastFetchFailure = e;
         nextFetchAt = ticker.getAsLong() + backoff;
@@ -242,12 +248,17 @@ final class Refiller {
               LOG, "Fetching a shared-memory segment for " + name, e, ticker.getAsLong(), 0);
           failuresInARow++;
         } else if (failuresInARow++ == 0) {
-          LOG.warn(
+          // An I/O failure (DataNode down or restarting, refused shared memory) says all in its
+          // message; a stack trace would read as a crash. Anything else keeps its trace.
+          String message =
               "Fetching a shared-memory segment for {} failed; retrying in {} ms (later failures"
-                  + " in a row are logged at DEBUG)",
-              name,
-              TimeUnit.NANOSECONDS.toMillis(backoff),
-              e);
+                  + " in a row are logged at DEBUG): {}";
+          long millis = TimeUnit.NANOSECONDS.toMillis(backoff);
+          if (e instanceof IOException) {
+            LOG.warn(message, name, millis, e.toString());
+          } else {
+            LOG.warn(message, name, millis, e.toString(), e);
+          }
         } else if (LOG.isDebugEnabled()) {
           LOG.debug(
               "Fetching a shared-memory segment for {} failed again ({} in a row); retrying in {}"
