@@ -47,9 +47,6 @@ public final class ScrShimPlugin implements ServicePlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ScrShimPlugin.class);
   private static final long DATASET_POLL_MS = 50;
 
-  /** The scan waits at least this many times its own duration before running again. */
-  static final long SCAN_DUTY_FACTOR = 9;
-
   private final ShimMetrics metrics = new ShimMetrics();
   private final CountDownLatch serving = new CountDownLatch(1);
 
@@ -70,6 +67,9 @@ public final class ScrShimPlugin implements ServicePlugin {
 
   @GuardedBy("this")
   private ScheduledFuture<?> waiting;
+
+  @GuardedBy("this")
+  private InvalidationScanner scanner;
 
   @GuardedBy("this")
   private boolean stopped;
@@ -171,8 +171,10 @@ public final class ScrShimPlugin implements ServicePlugin {
       source =
           new ShimMetricsSource(metrics, lim::clientCount, dn.getXferPort(), socketPath.toString());
       source.register();
-      SegmentRegistry reg = registry;
-      scheduleScan(reg, dn, config.invalidationIntervalMs, config.invalidationIntervalMs);
+      scanner =
+          new InvalidationScanner(
+              registry, () -> replicaLookup(dn), control, metrics, config.invalidationIntervalMs);
+      scanner.start();
       serving.countDown();
     } catch (IOException | RuntimeException | LinkageError e) {
       failure = e;
@@ -181,45 +183,11 @@ public final class ScrShimPlugin implements ServicePlugin {
     }
   }
 
+  /** The replica lookup of the DataNode's dataset, or null while it has none. */
   @SuppressWarnings("deprecation") // FsDatasetSpi.getReplica: the non-copying replica map lookup
-  /**
-   * Runs the invalidation scan after {@code delayMs}, then again after the interval, or after
-   * {@value #SCAN_DUTY_FACTOR} times the scan's own duration if that is longer: with very many
-   * registered slots the scan then takes at most ~10% of one core instead of running back to back.
-   */
-  private synchronized void scheduleScan(
-      SegmentRegistry reg, DataNode dn, long delayMs, long intervalMs) {
-    if (stopped) {
-      return;
-    }
-    try {
-      control.schedule(
-          () -> {
-            long start = System.nanoTime();
-            invalidate(reg, dn);
-            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-            scheduleScan(reg, dn, Math.max(intervalMs, tookMs * SCAN_DUTY_FACTOR), intervalMs);
-          },
-          delayMs,
-          TimeUnit.MILLISECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
-      // stop() shut the control thread down
-    }
-  }
-
-  private void invalidate(SegmentRegistry reg, DataNode dn) {
+  private static SegmentRegistry.ReplicaLookup replicaLookup(DataNode dn) {
     FsDatasetSpi<?> ds = dn.getFSDataset();
-    if (ds == null) {
-      return;
-    }
-    try {
-      int n = reg.invalidateStale(ds::getReplica);
-      if (n > 0) {
-        LOG.info("Invalidated {} short-circuit slots of deleted, moved or re-stamped replicas", n);
-      }
-    } catch (RuntimeException e) {
-      LOG.warn("scr shim invalidation scan failed; retrying next interval", e);
-    }
+    return ds == null ? null : ds::getReplica;
   }
 
   /** Called by the DataNode on shutdown: releases every thread, fd, segment and the socket file. */
@@ -232,6 +200,9 @@ public final class ScrShimPlugin implements ServicePlugin {
       }
       stopped = true;
       c = control;
+      if (scanner != null) {
+        scanner.stop();
+      }
       if (source != null) {
         source.unregister();
       }

@@ -33,6 +33,11 @@ public enum ShimMetric {
       "slots",
       "Slots whose VALID bit the invalidation scan cleared (replica deleted, moved, re-stamped)"),
   INVALIDATION_SCANS("InvalidationScans", Kind.COUNTER, "scans", "Invalidation scans run"),
+  INVALIDATION_SCAN_FAILURES(
+      "InvalidationScanFailures",
+      Kind.COUNTER,
+      "scans",
+      "Invalidation scans that failed (a Throwable); the next one runs at the interval regardless"),
   NON_FINALIZED_REPLICAS_SERVED(
       "NonFinalizedReplicasServed",
       Kind.COUNTER,

@@ -68,6 +68,7 @@ final class ShimMetrics {
   final LongAdder liveConnections = new LongAdder();
   final LongAdder slotsInvalidated = new LongAdder();
   final LongAdder invalidationScans = new LongAdder();
+  final LongAdder invalidationScanFailures = new LongAdder();
   final LongAdder nonFinalizedReplicasServed = new LongAdder();
 
   ShimMetrics() {
@@ -143,6 +144,7 @@ final class ShimMetrics {
     out.put("live.connections", liveConnections.sum());
     out.put("slots_invalidated", slotsInvalidated.sum());
     out.put("invalidation_scans", invalidationScans.sum());
+    out.put("invalidation_scan_failures", invalidationScanFailures.sum());
     out.put("non_finalized_replicas_served", nonFinalizedReplicasServed.sum());
     return out;
   }

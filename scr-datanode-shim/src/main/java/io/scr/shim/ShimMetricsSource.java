@@ -99,6 +99,8 @@ final class ShimMetricsSource implements MetricsSource {
     rb.addCounter(ShimMetric.SLOTS_INVALIDATED.info(), metrics.slotsInvalidated.sum());
     rb.addCounter(ShimMetric.INVALIDATION_SCANS.info(), metrics.invalidationScans.sum());
     rb.addCounter(
+        ShimMetric.INVALIDATION_SCAN_FAILURES.info(), metrics.invalidationScanFailures.sum());
+    rb.addCounter(
         ShimMetric.NON_FINALIZED_REPLICAS_SERVED.info(), metrics.nonFinalizedReplicasServed.sum());
     for (ShimMetrics.OpKind op : ShimMetrics.OpKind.values()) {
       for (Status s : ShimMetric.STATUSES) {
