@@ -3,8 +3,12 @@ package io.scr.shim;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.shm.InvalidSlotException;
 import io.scr.shm.Segment;
+import io.scr.shm.SharedMemoryFd;
 import io.scr.shm.ShmId;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -12,6 +16,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.hdfs.server.datanode.Replica;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The shim's segments and the slots clients registered in them, indexed by block for invalidation.
@@ -32,6 +38,8 @@ import org.apache.hadoop.hdfs.server.datanode.Replica;
  * </ul>
  */
 final class SegmentRegistry {
+  private static final Logger LOG = LoggerFactory.getLogger(SegmentRegistry.class);
+  private static final ThrottledLog TRUNCATIONS = new ThrottledLog();
   private final ConcurrentHashMap<ShmId, ShimSegment> segments = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<BlockKey, SlotRef[]> byBlock = new ConcurrentHashMap<>();
   private final ClientLimits limits;
@@ -44,15 +52,74 @@ final class SegmentRegistry {
 
   /**
    * Adds a freshly mapped segment owned by client {@code pid}; returns null if its id is taken (the
-   * caller picks another id).
+   * caller picks another id). For a segment made from a sealed memfd, whose size cannot change.
    */
   ShimSegment add(Segment segment, int pid) {
-    ShimSegment s = new ShimSegment(segment, pid);
+    ShimSegment s = new ShimSegment(segment, pid, null);
     if (segments.putIfAbsent(segment.id(), s) != null) {
       return null;
     }
     metrics.liveSegments.increment();
     return s;
+  }
+
+  /**
+   * As {@link #add(Segment, int)} for the segment mapped from {@code fd}. An unsealed fd (a deleted
+   * file in the fallback directory) can be truncated by the client that receives it, after which
+   * touching the mapping raises SIGBUS: the registry then keeps its own read-only descriptor of the
+   * file to check its size before every write to the segment (see {@link #truncated}).
+   *
+   * @throws IOException if the file cannot be reopened for the size check
+   */
+  ShimSegment add(Segment segment, int pid, SharedMemoryFd fd) throws IOException {
+    FileChannel sizeCheck = fd == null || fd.isMemfd() ? null : reopen(fd);
+    ShimSegment s = new ShimSegment(segment, pid, sizeCheck);
+    if (segments.putIfAbsent(segment.id(), s) != null) {
+      s.closeSizeCheck();
+      return null;
+    }
+    metrics.liveSegments.increment();
+    return s;
+  }
+
+  /** A new read-only open file description of {@code fd}'s file, which may already be unlinked. */
+  private static FileChannel reopen(SharedMemoryFd fd) throws IOException {
+    return FileChannel.open(Paths.get("/proc/self/fd/" + fd.fd()), StandardOpenOption.READ);
+  }
+
+  /**
+   * Whether {@code seg}'s file is shorter than its mapping (its client truncated it): then a write
+   * to the segment would fault. Checked under the segment's monitor before each write; what stays
+   * is the window between this check and the write, where the fault becomes an {@code
+   * InternalError} that the request, the scan and {@link #remove} each contain.
+   */
+  @GuardedBy("seg")
+  private static boolean truncated(ShimSegment seg) {
+    if (seg.sizeCheck == null) {
+      return false; // a sealed memfd: F_SEAL_SHRINK
+    }
+    try {
+      return seg.sizeCheck.size() < seg.segment.length();
+    } catch (IOException e) {
+      return true; // cannot tell: do not touch it
+    }
+  }
+
+  /**
+   * Drops a segment found truncated: closes it without touching its slots and forgets it, as if its
+   * connection had closed. Its client's later requests naming it find no such segment.
+   */
+  private void dropTruncated(ShimSegment seg, List<SlotRef> dropped) {
+    metrics.reject(ShimMetrics.Rejection.TRUNCATED_SEGMENT);
+    TRUNCATIONS.warn(
+        LOG,
+        "Client "
+            + PeerIdentity.describe(seg.ownerPid)
+            + " truncated shared memory segment "
+            + seg.segment.id()
+            + " (a deleted file in the fallback directory, which cannot be sealed); the segment"
+            + " is dropped without touching it and the client's slots in it are forgotten");
+    forget(seg, dropped);
   }
 
   /**
@@ -80,6 +147,17 @@ final class SegmentRegistry {
       ShimSegment seg, int index, BlockKey key, Replica replica, long gs, boolean anchorable)
       throws SlotRequestException {
     SlotRef ref;
+    List<SlotRef> dropped;
+    synchronized (seg) {
+      if (seg.closed) {
+        throw new SlotRequestException(noSuchSegment(seg.segment.id()));
+      }
+      dropped = truncated(seg) ? closeLocked(seg, false) : null;
+    }
+    if (dropped != null) {
+      dropTruncated(seg, dropped);
+      throw new SlotRequestException(noSuchSegment(seg.segment.id()) + " (it was truncated)");
+    }
     synchronized (seg) {
       if (seg.closed) {
         throw new SlotRequestException(noSuchSegment(seg.segment.id()));
@@ -113,6 +191,17 @@ final class SegmentRegistry {
    */
   void unregister(ShimSegment seg, int index) throws SlotRequestException {
     SlotRef ref;
+    List<SlotRef> dropped;
+    synchronized (seg) {
+      if (seg.closed) {
+        throw new SlotRequestException(noSuchSegment(seg.segment.id()));
+      }
+      dropped = truncated(seg) ? closeLocked(seg, false) : null;
+    }
+    if (dropped != null) {
+      dropTruncated(seg, dropped);
+      throw new SlotRequestException(noSuchSegment(seg.segment.id()) + " (it was truncated)");
+    }
     synchronized (seg) {
       if (seg.closed) {
         throw new SlotRequestException(noSuchSegment(seg.segment.id()));
@@ -132,21 +221,56 @@ final class SegmentRegistry {
   }
 
   /**
-   * Drops a segment whose client connection closed: clears VALID on every slot, forgets them, and
-   * unmaps the segment. Idempotent.
+   * Drops a segment whose client connection closed: clears VALID on its registered slots (only
+   * those, as stock does: the others are the client's own business), forgets them, and unmaps the
+   * segment. A truncated segment is dropped without touching it. Idempotent.
    */
   void remove(ShimSegment seg) {
     List<SlotRef> dropped;
+    boolean wasTruncated;
     synchronized (seg) {
       if (seg.closed) {
         return;
       }
-      seg.closed = true;
-      seg.segment.invalidateAll();
-      dropped = new ArrayList<>(seg.refs.values());
-      seg.refs.clear();
-      seg.segment.close();
+      wasTruncated = truncated(seg);
+      dropped = closeLocked(seg, !wasTruncated);
     }
+    if (wasTruncated) {
+      dropTruncated(seg, dropped);
+    } else {
+      forget(seg, dropped);
+    }
+  }
+
+  /**
+   * Closes {@code seg} (its pages become private zero pages, so nothing can fault on it afterwards)
+   * and returns the slots it had registered; clears their VALID bits first if {@code touch}.
+   */
+  @GuardedBy("seg")
+  private List<SlotRef> closeLocked(ShimSegment seg, boolean touch) {
+    seg.closed = true;
+    List<SlotRef> dropped = new ArrayList<>(seg.refs.values());
+    seg.refs.clear();
+    try {
+      if (touch) {
+        for (SlotRef ref : dropped) {
+          seg.segment.slot(ref.index).makeInvalid();
+        }
+      }
+    } catch (Throwable t) {
+      // An InternalError: the client truncated the file between the size check and a store. The
+      // segment must still be closed and uncounted below.
+      metrics.reject(ShimMetrics.Rejection.TRUNCATED_SEGMENT);
+      TRUNCATIONS.warn(LOG, "Segment " + seg.segment.id() + " faulted on close: " + t);
+    } finally {
+      seg.segment.close();
+      seg.closeSizeCheck();
+    }
+    return dropped;
+  }
+
+  /** The bookkeeping of a segment {@link #closeLocked} closed; called without its monitor. */
+  private void forget(ShimSegment seg, List<SlotRef> dropped) {
     segments.remove(seg.segment.id(), seg);
     limits.removeSlots(seg.ownerPid, dropped.size());
     limits.removeSegment(seg.ownerPid);
@@ -167,6 +291,7 @@ final class SegmentRegistry {
    */
   int invalidateStale(ReplicaLookup lookup) {
     int[] invalidated = {0};
+    List<ShimSegment> truncatedSegments = new ArrayList<>();
     byBlock.forEach(
         (key, refs) -> {
           Replica current = lookup.find(key.bpid, key.blockId);
@@ -176,21 +301,36 @@ final class SegmentRegistry {
                 && current.getGenerationStamp() == ref.generationStamp) {
               continue;
             }
-            if (invalidate(ref)) {
+            if (invalidate(ref, truncatedSegments)) {
               invalidated[0]++;
             }
             unindex(ref);
           }
         });
+    for (ShimSegment seg : truncatedSegments) {
+      List<SlotRef> dropped;
+      synchronized (seg) {
+        if (seg.closed) {
+          continue;
+        }
+        dropped = closeLocked(seg, false);
+      }
+      dropTruncated(seg, dropped);
+    }
     metrics.invalidationScans.increment();
     metrics.slotsInvalidated.add(invalidated[0]);
     return invalidated[0];
   }
 
-  private static boolean invalidate(SlotRef ref) {
+  /** Clears VALID on {@code ref}'s slot; adds its segment to {@code truncated} if it was. */
+  private static boolean invalidate(SlotRef ref, List<ShimSegment> truncatedSegments) {
     ShimSegment seg = ref.segment;
     synchronized (seg) {
       if (seg.closed || seg.refs.get(ref.index) != ref) {
+        return false;
+      }
+      if (truncated(seg)) {
+        truncatedSegments.add(seg); // dropped after the walk; the other segments are scanned on
         return false;
       }
       seg.segment.slot(ref.index).makeInvalid();
@@ -314,15 +454,36 @@ final class SegmentRegistry {
     final Segment segment;
     final int ownerPid;
 
+    /** The file's own descriptor for size checks; null for a sealed memfd (cannot shrink). */
+    @GuardedBy("this")
+    private FileChannel sizeCheck;
+
     @GuardedBy("this")
     final Map<Integer, SlotRef> refs = new java.util.HashMap<>();
 
     @GuardedBy("this")
     boolean closed;
 
-    ShimSegment(Segment segment, int ownerPid) {
+    ShimSegment(Segment segment, int ownerPid, FileChannel sizeCheck) {
       this.segment = segment;
       this.ownerPid = ownerPid;
+      this.sizeCheck = sizeCheck;
+    }
+
+    synchronized void closeSizeCheck() {
+      if (sizeCheck != null) {
+        try {
+          sizeCheck.close();
+        } catch (IOException e) {
+          LOG.debug("Could not close the size check of segment {}", segment.id(), e);
+        }
+        sizeCheck = null;
+      }
+    }
+
+    /** Whether the shim checks this segment's size before writing to it (an unsealed file). */
+    synchronized boolean sizeChecked() {
+      return sizeCheck != null;
     }
 
     /** The registered slot at {@code index}, or null; for tests. */

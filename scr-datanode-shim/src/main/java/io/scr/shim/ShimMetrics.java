@@ -54,7 +54,8 @@ final class ShimMetrics {
     ACCESS_TOKEN,
     NO_CREDENTIALS,
     WRITE_TIMEOUT,
-    INTERNAL_ERROR
+    INTERNAL_ERROR,
+    TRUNCATED_SEGMENT
   }
 
   private static final int STATUSES = 16;

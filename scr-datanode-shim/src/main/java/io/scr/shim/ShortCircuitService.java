@@ -530,7 +530,7 @@ final class ShortCircuitService {
           segment.close();
         }
         segment = Segment.map(newShmId(), fd.fd(), SHM_LENGTH);
-        seg = registry.add(segment, pid);
+        seg = registry.add(segment, pid, fd);
       }
       segment = null;
       added = seg;
