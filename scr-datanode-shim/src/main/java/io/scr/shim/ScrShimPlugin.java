@@ -183,11 +183,35 @@ public final class ScrShimPlugin implements ServicePlugin {
     }
   }
 
-  /** The replica lookup of the DataNode's dataset, or null while it has none. */
-  @SuppressWarnings("deprecation") // FsDatasetSpi.getReplica: the non-copying replica map lookup
+  /** The replica and cache lookups of the DataNode's dataset, or null while it has none. */
   private static SegmentRegistry.ReplicaLookup replicaLookup(DataNode dn) {
     FsDatasetSpi<?> ds = dn.getFSDataset();
-    return ds == null ? null : ds::getReplica;
+    return ds == null ? null : new DatasetLookup(ds);
+  }
+
+  /** The scan's view of the dataset: the replica map, and the block cache when it has one. */
+  private static final class DatasetLookup implements SegmentRegistry.ReplicaLookup {
+    private final FsDatasetSpi<?> ds;
+
+    DatasetLookup(FsDatasetSpi<?> ds) {
+      this.ds = ds;
+    }
+
+    @Override
+    @SuppressWarnings("deprecation") // getReplica: the non-copying replica map lookup
+    public org.apache.hadoop.hdfs.server.datanode.Replica find(String bpid, long blockId) {
+      return ds.getReplica(bpid, blockId);
+    }
+
+    @Override
+    public boolean cachingEnabled() {
+      return ds.getCacheCapacity() > 0;
+    }
+
+    @Override
+    public boolean isCached(String bpid, long blockId) {
+      return ds.isCached(bpid, blockId);
+    }
   }
 
   /** Called by the DataNode on shutdown: releases every thread, fd, segment and the socket file. */

@@ -285,20 +285,30 @@ final class SegmentRegistry {
    * One invalidation scan: for every block with registered slots, looks the replica up once and
    * clears VALID on each slot whose replica is gone, was replaced or moved (a different replica
    * object), or changed generation stamp. Invalidated slots stay registered (the client still
-   * releases them, as with stock) but are no longer watched.
+   * releases them, as with stock) but are no longer watched. When the DataNode caches blocks, the
+   * valid slots' ANCHORABLE bit is made to follow whether the block is cached (one lookup per
+   * block).
    *
    * @return the number of slots invalidated
    */
   int invalidateStale(ReplicaLookup lookup) {
     int[] invalidated = {0};
     List<ShimSegment> truncatedSegments = new ArrayList<>();
+    boolean caching = lookup.cachingEnabled();
     byBlock.forEach(
         (key, refs) -> {
           Replica current = lookup.find(key.bpid, key.blockId);
+          int cached = UNKNOWN;
           for (SlotRef ref : refs) {
             if (current != null
                 && current == ref.replica
                 && current.getGenerationStamp() == ref.generationStamp) {
+              if (caching) {
+                if (cached == UNKNOWN) {
+                  cached = lookup.isCached(key.bpid, key.blockId) ? 1 : 0;
+                }
+                followCache(ref, cached == 1, truncatedSegments);
+              }
               continue;
             }
             if (invalidate(ref, truncatedSegments)) {
@@ -320,6 +330,38 @@ final class SegmentRegistry {
     metrics.invalidationScans.increment();
     metrics.slotsInvalidated.add(invalidated[0]);
     return invalidated[0];
+  }
+
+  private static final int UNKNOWN = -1;
+
+  /**
+   * Sets or clears ANCHORABLE on {@code ref}'s slot to follow the DataNode's cache, as stock's
+   * {@code ShortCircuitRegistry.processBlockMlockEvent} / {@code processBlockMunlockRequest} do: a
+   * client skips checksum verification only while it holds an anchor, and may take one only while
+   * the slot is ANCHORABLE, so an uncached (no longer mlocked and verified) replica must not stay
+   * anchorable. Stock clears it before the munlock and defers the munlock while a client still
+   * holds an anchor; the shim is not told of the munlock and clears it within one scan after.
+   */
+  private static void followCache(
+      SlotRef ref, boolean cached, List<ShimSegment> truncatedSegments) {
+    ShimSegment seg = ref.segment;
+    synchronized (seg) {
+      if (seg.closed || seg.refs.get(ref.index) != ref) {
+        return;
+      }
+      if (truncated(seg)) {
+        truncatedSegments.add(seg);
+        return;
+      }
+      io.scr.shm.Slot slot = seg.segment.slot(ref.index);
+      if (slot.isAnchorable() != cached) {
+        if (cached) {
+          slot.makeAnchorable();
+        } else {
+          slot.makeUnanchorable();
+        }
+      }
+    }
   }
 
   /** Clears VALID on {@code ref}'s slot; adds its segment to {@code truncated} if it was. */
@@ -396,10 +438,26 @@ final class SegmentRegistry {
     }
   }
 
-  /** Finds the replica the DataNode currently has for a block; null when it has none. */
+  /**
+   * Finds the replica the DataNode currently has for a block (null when it has none) and, when the
+   * DataNode caches blocks (HDFS centralized cache, mlock), whether a block is cached.
+   */
   @FunctionalInterface
   interface ReplicaLookup {
     Replica find(String bpid, long blockId);
+
+    /**
+     * Whether the DataNode can cache blocks at all ({@code dfs.datanode.max.locked.memory} > 0);
+     * when not, the scan asks {@link #isCached} nothing.
+     */
+    default boolean cachingEnabled() {
+      return false;
+    }
+
+    /** Whether the block is cached (mlocked and verified) now. */
+    default boolean isCached(String bpid, long blockId) {
+      return false;
+    }
   }
 
   /** A block pool and block id: the key slots are registered under (no generation stamp). */
