@@ -33,6 +33,8 @@ import org.slf4j.LoggerFactory;
  *   <li>Each {@link ShimSegment}'s registrations and its open/closed state are guarded by that
  *       segment's monitor. A slot word is only written under it, and never after the segment is
  *       closed (which unmaps it: touching it then would crash the JVM).
+ *   <li>A slot is registered and indexed under its segment's monitor, so a {@link #remove} of the
+ *       segment racing the registration always finds, and unindexes, the slot.
  *   <li>No method holds two segment monitors, and none calls out while holding one except into
  *       {@link ClientLimits} (its own short lock) and the concurrent map.
  * </ul>
@@ -44,6 +46,9 @@ final class SegmentRegistry {
   private final ConcurrentHashMap<BlockKey, SlotRef[]> byBlock = new ConcurrentHashMap<>();
   private final ClientLimits limits;
   private final ShimMetrics metrics;
+
+  /** Test seam: runs in {@link #register} once the segment's monitor is released. */
+  volatile Runnable afterRegister;
 
   SegmentRegistry(ClientLimits limits, ShimMetrics metrics) {
     this.limits = limits;
@@ -177,11 +182,18 @@ final class SegmentRegistry {
         limits.removeSlots(seg.ownerPid, 1);
         throw e;
       }
-      ref = new SlotRef(seg, index, key, replica, gs);
-      seg.refs.put(index, ref);
+      SlotRef r = new SlotRef(seg, index, key, replica, gs);
+      seg.refs.put(index, r);
       metrics.liveSlots.increment();
+      // Indexed under the segment's monitor: indexed after it, a remove() of the segment in
+      // between found nothing to unindex and left the entry (and the closed segment) behind.
+      byBlock.compute(key, (k, refs) -> with(refs, r));
+      ref = r;
     }
-    byBlock.compute(key, (k, refs) -> with(refs, ref));
+    Runnable hook = afterRegister;
+    if (hook != null) {
+      hook.run();
+    }
     return ref;
   }
 
