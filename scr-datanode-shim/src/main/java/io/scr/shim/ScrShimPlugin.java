@@ -155,8 +155,20 @@ public final class ScrShimPlugin implements ServicePlugin {
                     return false; // not registered yet: its replicas are still being loaded
                   }
                 }
+
+                @Override
+                public boolean blockTokensEnabled(String bpid) {
+                  try {
+                    // What the NameNode exported when the pool registered: the value stock's
+                    // DataNode sets isBlockTokenEnabled from (equal for every pool, or the
+                    // DataNode refuses to run).
+                    return dn.getDNRegistrationForBP(bpid).getExportedKeys().isBlockTokenEnabled();
+                  } catch (IOException | RuntimeException e) {
+                    return true; // cannot tell: enforce (fail closed)
+                  }
+                }
               },
-              config.blockTokensEnabled ? dn.getBlockPoolTokenSecretManager() : null,
+              dn.getBlockPoolTokenSecretManager(),
               registry,
               limits,
               segments,

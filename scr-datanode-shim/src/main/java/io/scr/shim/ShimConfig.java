@@ -23,7 +23,6 @@ final class ShimConfig {
   final boolean useMemfd;
   final Path shmDir;
   final boolean extensionsEnabled;
-  final boolean blockTokensEnabled;
 
   private ShimConfig(Configuration c) {
     socketPathTemplate = string(c, ScrShimKeys.SOCKET_PATH);
@@ -43,8 +42,6 @@ final class ShimConfig {
     useMemfd = bool(c, ScrShimKeys.SHM_USE_MEMFD);
     shmDir = Paths.get(string(c, ScrShimKeys.SHM_DIR));
     extensionsEnabled = bool(c, ScrShimKeys.EXTENSIONS_ENABLED);
-    // The DataNode's own switch (DataXceiver gates on the same key through isBlockTokenEnabled).
-    blockTokensEnabled = c.getBoolean("dfs.block.access.token.enable", false);
   }
 
   static ShimConfig from(Configuration conf) {

@@ -136,6 +136,16 @@ final class ShortCircuitService {
     default boolean blockPoolReady(String bpid) {
       return true;
     }
+
+    /**
+     * Whether block tokens are enforced for pool {@code bpid}: stock decides by the keys its
+     * NameNode exported at registration ({@code ExportedBlockKeys.isBlockTokenEnabled}, which sets
+     * the DataNode's {@code isBlockTokenEnabled}), not by the DataNode's own {@code
+     * dfs.block.access.token.enable}. True (enforce) unless told otherwise.
+     */
+    default boolean blockTokensEnabled(String bpid) {
+      return true;
+    }
   }
 
   /** Handles one decoded request from client {@code pid}. Never throws. */
@@ -270,6 +280,18 @@ final class ShortCircuitService {
     FdGrant g = new FdGrant();
     ExtendedBlock blk = PBHelperClient.convert(req.getHeader().getBlock());
     g.block = blk;
+    if (!dataset.blockPoolReady(blk.getBlockPoolId())) {
+      // Stock waits for the block pool (checkAndWaitForBP, before the token check) and then
+      // answers this. A worker thread must not wait, and "No data exists" would tell the client
+      // the replica is not here, which it remembers (not asking this DataNode again for that block
+      // for a while).
+      g.response =
+          BlockOpResponseProto.newBuilder()
+              .setStatus(Status.ERROR)
+              .setMessage("Not ready to serve the block pool, " + blk.getBlockPoolId() + ".")
+              .build();
+      return g;
+    }
     String tokenProblem = checkToken(req, blk);
     if (tokenProblem != null) {
       metrics.reject(ShimMetrics.Rejection.ACCESS_TOKEN);
@@ -292,17 +314,6 @@ final class ShortCircuitService {
                       + BLOCK_FORMAT_VERSION
                       + ", but the highest format version you can read is "
                       + req.getMaxVersion())
-              .build();
-      return g;
-    }
-    if (!dataset.blockPoolReady(blk.getBlockPoolId())) {
-      // Stock waits for the block pool (checkAndWaitForBP) and then answers this. A worker thread
-      // must not wait, and "No data exists" would tell the client the replica is not here, which
-      // it remembers (not asking this DataNode again for that block for a while).
-      g.response =
-          BlockOpResponseProto.newBuilder()
-              .setStatus(Status.ERROR)
-              .setMessage("Not ready to serve the block pool, " + blk.getBlockPoolId() + ".")
               .build();
       return g;
     }
@@ -449,9 +460,13 @@ final class ShortCircuitService {
     }
   }
 
-  /** Null when the token is acceptable (or tokens are off), else why not. */
+  /**
+   * Null when the token is acceptable (or tokens are off for the block's pool), else why not. As
+   * stock's {@code DataXceiver.checkAccess}: a READ token for exactly this block of this pool,
+   * checked by the DataNode's {@code BlockPoolTokenSecretManager}.
+   */
   private String checkToken(OpRequestShortCircuitAccessProto req, ExtendedBlock blk) {
-    if (tokens == null) {
+    if (tokens == null || !dataset.blockTokensEnabled(blk.getBlockPoolId())) {
       return null;
     }
     Token<BlockTokenIdentifier> token = PBHelperClient.convert(req.getHeader().getToken());
