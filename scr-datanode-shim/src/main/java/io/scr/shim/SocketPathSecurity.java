@@ -2,6 +2,7 @@ package io.scr.shim;
 
 import io.scr.core.doctor.SocketPathRules;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -21,9 +22,35 @@ final class SocketPathSecurity {
 
   private SocketPathSecurity() {}
 
-  /** The DataNode process's effective uid, as /proc/self shows it. */
+  /**
+   * The DataNode process's effective uid: the second field of the {@code Uid:} line of {@code
+   * /proc/self/status} (real, effective, saved, filesystem), readable whatever the process's
+   * dumpable state. Not the owner of {@code /proc/self}: for a non-dumpable process (a DataNode
+   * started by jsvc, which changes user after start) kernels before 4.11 report root as the owner
+   * of every {@code /proc/PID} entry, so the path check would have judged the directories against
+   * uid 0 instead of the DataNode user.
+   */
   static int effectiveUid() throws IOException {
-    return (Integer) Files.getAttribute(Paths.get("/proc/self"), "unix:uid");
+    return effectiveUid(
+        new String(Files.readAllBytes(Paths.get("/proc/self/status")), StandardCharsets.UTF_8));
+  }
+
+  /** The effective uid in the text of a {@code /proc/PID/status} file. */
+  static int effectiveUid(String status) throws IOException {
+    for (String line : status.split("\n", -1)) {
+      if (line.startsWith("Uid:")) {
+        String[] ids = line.substring(4).trim().split("\\s+");
+        if (ids.length >= 2) {
+          try {
+            return Integer.parseInt(ids[1]);
+          } catch (NumberFormatException e) {
+            throw new IOException("unreadable Uid line in /proc/self/status: " + line, e);
+          }
+        }
+        throw new IOException("unreadable Uid line in /proc/self/status: " + line);
+      }
+    }
+    throw new IOException("no Uid line in /proc/self/status");
   }
 
   /**
