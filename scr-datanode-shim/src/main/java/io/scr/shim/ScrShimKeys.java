@@ -134,6 +134,54 @@ public final class ScrShimKeys {
           "16384",
           "Registered slots one client process may hold; more are answered ERROR.");
 
+  /** Open connections of all processes of one uid together. */
+  public static final Key UID_MAX_CONNECTIONS =
+      define(
+          "scr.shim.uid.max.connections",
+          Type.INT,
+          "2048",
+          "Open connections all client processes of one user (SO_PEERCRED uid) may hold together,"
+              + " so a client that forks does not get fresh quotas; more are answered ERROR and"
+              + " closed.");
+
+  /** Shared-memory segments of all processes of one uid together. */
+  public static final Key UID_MAX_SEGMENTS =
+      define(
+          "scr.shim.uid.max.segments",
+          Type.INT,
+          "1024",
+          "Shared-memory segments all client processes of one user may hold together; more are"
+              + " answered ERROR_UNSUPPORTED.");
+
+  /** Registered slots of all processes of one uid together. */
+  public static final Key UID_MAX_SLOTS =
+      define(
+          "scr.shim.uid.max.slots",
+          Type.INT,
+          "65536",
+          "Registered slots all client processes of one user may hold together; more are"
+              + " answered ERROR.");
+
+  /** Open connections to the shim in total, refused at accept. */
+  public static final Key MAX_CONNECTIONS =
+      define(
+          "scr.shim.max.connections",
+          Type.INT,
+          "4096",
+          "Open connections to the shim from all clients together; more are closed as soon as"
+              + " they are accepted (stock: dfs.datanode.max.transfer.threads, also 4096).");
+
+  /** How long a request may take to arrive once its first byte did. */
+  public static final Key REQUEST_TIMEOUT_MS =
+      define(
+          "scr.shim.request.timeout.ms",
+          Type.LONG,
+          "10000",
+          "How long a request may take to arrive in full once its first byte did, and how long a"
+              + " connection refused by a per-client or per-user limit may take to send the"
+              + " request that gets the refusal; then the connection is closed. A real request is"
+              + " one write of at most a few KiB, so only a client dribbling bytes comes near it.");
+
   /** How often the invalidator polls the replica map for registered blocks. */
   public static final Key INVALIDATION_INTERVAL_MS =
       define(

@@ -128,9 +128,7 @@ public final class ScrShimPlugin implements ServicePlugin {
       } else {
         SocketPathSecurity.check(socketPath, SocketPathSecurity.effectiveUid());
       }
-      limits =
-          new ClientLimits(
-              config.clientMaxConnections, config.clientMaxSegments, config.clientMaxSlots);
+      limits = ClientLimits.from(config);
       registry = new SegmentRegistry(limits, metrics);
       SegmentFactory segments =
           SegmentFactory.newBuilder()

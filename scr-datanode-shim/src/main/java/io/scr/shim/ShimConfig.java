@@ -19,6 +19,11 @@ final class ShimConfig {
   final int clientMaxConnections;
   final int clientMaxSegments;
   final int clientMaxSlots;
+  final int uidMaxConnections;
+  final int uidMaxSegments;
+  final int uidMaxSlots;
+  final int maxConnections;
+  final long requestTimeoutMs;
   final long invalidationIntervalMs;
   final boolean useMemfd;
   final Path shmDir;
@@ -38,6 +43,11 @@ final class ShimConfig {
     clientMaxConnections = positiveInt(c, ScrShimKeys.CLIENT_MAX_CONNECTIONS);
     clientMaxSegments = positiveInt(c, ScrShimKeys.CLIENT_MAX_SEGMENTS);
     clientMaxSlots = positiveInt(c, ScrShimKeys.CLIENT_MAX_SLOTS);
+    uidMaxConnections = positiveInt(c, ScrShimKeys.UID_MAX_CONNECTIONS);
+    uidMaxSegments = positiveInt(c, ScrShimKeys.UID_MAX_SEGMENTS);
+    uidMaxSlots = positiveInt(c, ScrShimKeys.UID_MAX_SLOTS);
+    maxConnections = positiveInt(c, ScrShimKeys.MAX_CONNECTIONS);
+    requestTimeoutMs = positiveLong(c, ScrShimKeys.REQUEST_TIMEOUT_MS);
     invalidationIntervalMs = positiveLong(c, ScrShimKeys.INVALIDATION_INTERVAL_MS);
     useMemfd = bool(c, ScrShimKeys.SHM_USE_MEMFD);
     shmDir = Paths.get(string(c, ScrShimKeys.SHM_DIR));

@@ -55,7 +55,9 @@ final class ShimMetrics {
     NO_CREDENTIALS,
     WRITE_TIMEOUT,
     INTERNAL_ERROR,
-    TRUNCATED_SEGMENT
+    TRUNCATED_SEGMENT,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT
   }
 
   private static final int STATUSES = 16;
