@@ -36,6 +36,10 @@ final class ClientLimits {
   private final int uidMaxSegments;
   private final int uidMaxSlots;
   private final int totalMaxConnections;
+  private final int maxPendingFds;
+  private final int uidMaxPendingFds;
+  private final int totalMaxPendingFds;
+  private final long maxPendingReplyBytes;
 
   @GuardedBy("this")
   private final Map<Integer, Usage> clients = new HashMap<>();
@@ -45,6 +49,9 @@ final class ClientLimits {
 
   @GuardedBy("this")
   private int totalConnections;
+
+  @GuardedBy("this")
+  private int totalPendingFds;
 
   /** Per-process limits only (uids and the whole shim unlimited). */
   ClientLimits(int maxConnections, int maxSegments, int maxSlots) {
@@ -58,6 +65,7 @@ final class ClientLimits {
         Integer.MAX_VALUE);
   }
 
+  /** All limits but the pending ones (fds and reply bytes unlimited). */
   ClientLimits(
       int maxConnections,
       int maxSegments,
@@ -66,6 +74,36 @@ final class ClientLimits {
       int uidMaxSegments,
       int uidMaxSlots,
       int totalMaxConnections) {
+    this(
+        maxConnections,
+        maxSegments,
+        maxSlots,
+        uidMaxConnections,
+        uidMaxSegments,
+        uidMaxSlots,
+        totalMaxConnections,
+        Integer.MAX_VALUE,
+        Integer.MAX_VALUE,
+        Integer.MAX_VALUE,
+        Long.MAX_VALUE);
+  }
+
+  ClientLimits(
+      int maxConnections,
+      int maxSegments,
+      int maxSlots,
+      int uidMaxConnections,
+      int uidMaxSegments,
+      int uidMaxSlots,
+      int totalMaxConnections,
+      int maxPendingFds,
+      int uidMaxPendingFds,
+      int totalMaxPendingFds,
+      long maxPendingReplyBytes) {
+    this.maxPendingFds = maxPendingFds;
+    this.uidMaxPendingFds = uidMaxPendingFds;
+    this.totalMaxPendingFds = totalMaxPendingFds;
+    this.maxPendingReplyBytes = maxPendingReplyBytes;
     this.maxConnections = maxConnections;
     this.maxSegments = maxSegments;
     this.maxSlots = maxSlots;
@@ -83,7 +121,99 @@ final class ClientLimits {
         c.uidMaxConnections,
         c.uidMaxSegments,
         c.uidMaxSlots,
-        c.maxConnections);
+        c.maxConnections,
+        c.clientMaxPendingFds,
+        c.uidMaxPendingFds,
+        c.maxPendingFds,
+        c.clientMaxPendingReplyBytes);
+  }
+
+  /**
+   * Reserves {@code n} fds about to be opened for a reply to client {@code pid}, until they are
+   * handed over or closed ({@link #releaseFds}); null, or why not (then nothing is reserved). A
+   * client that does not read its replies would otherwise pin up to 252 DataNode fds per connection
+   * until the write deadline, and the DataNode's fd limit is shared by every client and by the
+   * DataNode's own block I/O.
+   */
+  synchronized String reserveFds(int pid, int n) {
+    Usage u = clients.computeIfAbsent(pid, p -> new Usage(NO_UID));
+    Usage uu = uidUsage(u);
+    String over = null;
+    if (u.pendingFds + n > maxPendingFds) {
+      over =
+          over(PeerIdentity.describe(pid), u.pendingFds, "fds not yet handed over")
+              + ScrShimKeys.CLIENT_MAX_PENDING_FDS
+              + "="
+              + maxPendingFds
+              + "); read the replies already sent";
+    } else if (uu != null && uu.pendingFds + n > uidMaxPendingFds) {
+      over =
+          over(describeUid(u.uid), uu.pendingFds, "fds not yet handed over")
+              + ScrShimKeys.UID_MAX_PENDING_FDS
+              + "="
+              + uidMaxPendingFds
+              + ")";
+    } else if (totalPendingFds + n > totalMaxPendingFds) {
+      over =
+          "the scr shim already has "
+              + totalPendingFds
+              + " fds not yet handed over, the limit ("
+              + ScrShimKeys.MAX_PENDING_FDS
+              + "="
+              + totalMaxPendingFds
+              + ")";
+    }
+    if (over != null) {
+      dropIfIdle(pid, u);
+      return over;
+    }
+    u.pendingFds += n;
+    if (uu != null) {
+      uu.pendingFds += n;
+    }
+    totalPendingFds += n;
+    return null;
+  }
+
+  synchronized void releaseFds(int pid, int n) {
+    totalPendingFds -= n;
+    Usage u = clients.get(pid);
+    if (u != null) {
+      u.pendingFds -= n;
+      Usage uu = uidUsage(u);
+      if (uu != null) {
+        uu.pendingFds -= n;
+      }
+      dropIfIdle(pid, u);
+    }
+  }
+
+  /**
+   * Reserves {@code n} bytes of a reply queued for client {@code pid} until it is written ({@link
+   * #releaseReplyBytes}); false when the client already has {@code
+   * scr.shim.client.max.pending.reply.bytes} unread (then nothing is reserved).
+   */
+  synchronized boolean reserveReplyBytes(int pid, long n) {
+    Usage u = clients.computeIfAbsent(pid, p -> new Usage(NO_UID));
+    if (u.pendingReplyBytes + n > maxPendingReplyBytes && u.pendingReplyBytes > 0) {
+      dropIfIdle(pid, u);
+      return false; // (one reply is always allowed, whatever its size: requests are bounded)
+    }
+    u.pendingReplyBytes += n;
+    return true;
+  }
+
+  synchronized void releaseReplyBytes(int pid, long n) {
+    Usage u = clients.get(pid);
+    if (u != null) {
+      u.pendingReplyBytes -= n;
+      dropIfIdle(pid, u);
+    }
+  }
+
+  /** Fds reserved and not yet released, shim-wide (for tests and diagnostics). */
+  synchronized int pendingFds() {
+    return totalPendingFds;
   }
 
   /**
@@ -291,13 +421,19 @@ final class ClientLimits {
     int connections;
     int segments;
     int slots;
+    int pendingFds;
+    long pendingReplyBytes;
 
     Usage(int uid) {
       this.uid = uid;
     }
 
     boolean idle() {
-      return connections <= 0 && segments <= 0 && slots <= 0;
+      return connections <= 0
+          && segments <= 0
+          && slots <= 0
+          && pendingFds <= 0
+          && pendingReplyBytes <= 0;
     }
   }
 }

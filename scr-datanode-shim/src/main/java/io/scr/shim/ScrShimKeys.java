@@ -171,6 +171,45 @@ public final class ScrShimKeys {
           "Open connections to the shim from all clients together; more are closed as soon as"
               + " they are accepted (stock: dfs.datanode.max.transfer.threads, also 4096).");
 
+  /** Fds opened for one client's replies and not yet handed over. */
+  public static final Key CLIENT_MAX_PENDING_FDS =
+      define(
+          "scr.shim.client.max.pending.fds",
+          Type.INT,
+          "512",
+          "Replica fds opened for one client process's replies and not yet handed over (a client"
+              + " that does not read its socket holds them until scr.shim.write.timeout.ms); an fd"
+              + " request beyond it is answered ERROR, so the client reads that block the stock"
+              + " way.");
+
+  /** Fds opened for the replies of all processes of one uid and not yet handed over. */
+  public static final Key UID_MAX_PENDING_FDS =
+      define(
+          "scr.shim.uid.max.pending.fds",
+          Type.INT,
+          "2048",
+          "As scr.shim.client.max.pending.fds, for all client processes of one user together.");
+
+  /** Fds opened for replies and not yet handed over, shim-wide. */
+  public static final Key MAX_PENDING_FDS =
+      define(
+          "scr.shim.max.pending.fds",
+          Type.INT,
+          "8192",
+          "Replica fds opened for replies and not yet handed over, all clients together (stock"
+              + " holds at most 2 per transfer thread: 8192 at 4096 threads); keeps clients that"
+              + " do not read from exhausting the DataNode's fd limit.");
+
+  /** Reply bytes queued for one client and not yet written to its socket. */
+  public static final Key CLIENT_MAX_PENDING_REPLY_BYTES =
+      define(
+          "scr.shim.client.max.pending.reply.bytes",
+          Type.LONG,
+          "1048576",
+          "Reply bytes queued for one client process and not yet written to its sockets; a"
+              + " connection whose reply would go beyond it is closed (its fds and slots"
+              + " released). One reply per connection is always allowed.");
+
   /** How long a request may take to arrive once its first byte did. */
   public static final Key REQUEST_TIMEOUT_MS =
       define(

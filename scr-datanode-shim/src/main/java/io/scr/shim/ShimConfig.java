@@ -24,6 +24,10 @@ final class ShimConfig {
   final int uidMaxSlots;
   final int maxConnections;
   final long requestTimeoutMs;
+  final int clientMaxPendingFds;
+  final int uidMaxPendingFds;
+  final int maxPendingFds;
+  final long clientMaxPendingReplyBytes;
   final long invalidationIntervalMs;
   final boolean useMemfd;
   final Path shmDir;
@@ -48,6 +52,10 @@ final class ShimConfig {
     uidMaxSlots = positiveInt(c, ScrShimKeys.UID_MAX_SLOTS);
     maxConnections = positiveInt(c, ScrShimKeys.MAX_CONNECTIONS);
     requestTimeoutMs = positiveLong(c, ScrShimKeys.REQUEST_TIMEOUT_MS);
+    clientMaxPendingFds = positiveInt(c, ScrShimKeys.CLIENT_MAX_PENDING_FDS);
+    uidMaxPendingFds = positiveInt(c, ScrShimKeys.UID_MAX_PENDING_FDS);
+    maxPendingFds = positiveInt(c, ScrShimKeys.MAX_PENDING_FDS);
+    clientMaxPendingReplyBytes = positiveLong(c, ScrShimKeys.CLIENT_MAX_PENDING_REPLY_BYTES);
     invalidationIntervalMs = positiveLong(c, ScrShimKeys.INVALIDATION_INTERVAL_MS);
     useMemfd = bool(c, ScrShimKeys.SHM_USE_MEMFD);
     shmDir = Paths.get(string(c, ScrShimKeys.SHM_DIR));

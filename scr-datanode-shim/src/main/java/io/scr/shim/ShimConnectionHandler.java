@@ -379,6 +379,22 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     // The BUSY state's deadline: a client that stops reading must not keep this reply, its fds
     // and the connection forever (idle closes apply only in READY).
+    int replyBytes = r.bytes.length;
+    if (!limits.reserveReplyBytes(client, replyBytes)) {
+      // This client already has scr.shim.client.max.pending.reply.bytes unread on other
+      // connections: it is not reading, so this reply would only pin more of the heap.
+      metrics.reject(ShimMetrics.Rejection.PENDING_REPLY_BYTES);
+      WRITE_TIMEOUTS.warn(
+          LOG,
+          "Client pid "
+              + pid
+              + " has more than "
+              + ScrShimKeys.CLIENT_MAX_PENDING_REPLY_BYTES
+              + " of replies unread; closing this connection");
+      r.abandon(registry);
+      close(ctx);
+      return;
+    }
     writing = r;
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs);
     ByteBuf buf = Unpooled.wrappedBuffer(r.bytes);
@@ -389,6 +405,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
                     ctx,
                     r,
                     () -> {
+                      limits.releaseReplyBytes(client, replyBytes);
                       if (!f.isSuccess()) {
                         r.abandon(registry);
                         close(ctx);

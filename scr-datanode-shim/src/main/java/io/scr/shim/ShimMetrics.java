@@ -57,7 +57,9 @@ final class ShimMetrics {
     INTERNAL_ERROR,
     TRUNCATED_SEGMENT,
     MAX_CONNECTIONS,
-    REQUEST_TIMEOUT
+    REQUEST_TIMEOUT,
+    PENDING_FDS,
+    PENDING_REPLY_BYTES
   }
 
   private static final int STATUSES = 16;

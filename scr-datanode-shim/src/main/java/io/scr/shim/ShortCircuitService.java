@@ -254,6 +254,7 @@ final class ShortCircuitService {
     if (grant.data != null) {
       r.streams.add(grant.data);
       r.streams.add(grant.meta);
+      r.fdReleases.add(grant.releaseFds);
       boolean receipt = req.getSupportsReceiptVerification();
       r.dataByte =
           (byte)
@@ -274,6 +275,9 @@ final class ShortCircuitService {
     FileInputStream meta;
     boolean accessTokenFailure;
     Runnable undo;
+
+    /** Gives back the reservation of {@link #data} and {@link #meta} (ClientLimits.reserveFds). */
+    Runnable releaseFds;
   }
 
   private FdGrant grant(OpRequestShortCircuitAccessProto req, int pid) {
@@ -317,6 +321,16 @@ final class ShortCircuitService {
               .build();
       return g;
     }
+    String tooManyFds = limits.reserveFds(pid, 2);
+    if (tooManyFds != null) {
+      // ERROR, not ERROR_UNSUPPORTED: the client reads this block the stock way and asks again
+      // for the next one, by when its earlier replies may have been read.
+      metrics.reject(ShimMetrics.Rejection.PENDING_FDS);
+      g.response =
+          BlockOpResponseProto.newBuilder().setStatus(Status.ERROR).setMessage(tooManyFds).build();
+      return g;
+    }
+    boolean reserved = true;
     FileInputStream data = null;
     FileInputStream meta = null;
     SlotRef registered = null;
@@ -353,6 +367,8 @@ final class ShortCircuitService {
               .build();
       g.data = data;
       g.meta = meta;
+      g.releaseFds = () -> limits.releaseFds(pid, 2);
+      reserved = false; // the reply owns the fds and their reservation now
       data = null;
       meta = null;
       SlotRef ref = registered;
@@ -386,6 +402,9 @@ final class ShortCircuitService {
     } finally {
       closeQuietly(data);
       closeQuietly(meta);
+      if (reserved) {
+        limits.releaseFds(pid, 2);
+      }
       if (registered != null) {
         unregisterAfterFailure(registered);
       }
@@ -668,6 +687,7 @@ final class ShortCircuitService {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     List<Runnable> undos = new ArrayList<>();
     List<FileInputStream> streams = new ArrayList<>();
+    List<Runnable> releases = new ArrayList<>();
     List<ExtendedBlock> granted = new ArrayList<>();
     boolean receipt = false;
     for (OpRequestShortCircuitAccessProto req : reqs) {
@@ -680,6 +700,7 @@ final class ShortCircuitService {
         granted.add(g.block);
         streams.add(g.data);
         streams.add(g.meta);
+        releases.add(g.releaseFds);
         receipt |= req.getSupportsReceiptVerification();
         if (g.undo != null) {
           undos.add(g.undo);
@@ -688,6 +709,7 @@ final class ShortCircuitService {
     }
     Reply r = new Reply(OpKind.EXT_BATCH_FDS, Status.SUCCESS, out.toByteArray(), start);
     r.streams.addAll(streams);
+    r.fdReleases.addAll(releases);
     if (!streams.isEmpty()) {
       r.dataByte = (byte) (receipt ? 1 : 0);
       r.awaitReceipt = receipt;

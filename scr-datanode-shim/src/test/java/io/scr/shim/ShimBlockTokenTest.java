@@ -4,13 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.shim.SegmentRegistryTest.FakeReplica;
 import io.scr.shm.SegmentFactory;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
-import java.io.FileInputStream;
 import java.io.IOException;
-import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,7 +25,6 @@ import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier.AccessMode;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenSecretManager;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
-import org.apache.hadoop.hdfs.server.datanode.fsdataset.LengthInputStream;
 import org.apache.hadoop.security.token.Token;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -85,31 +81,8 @@ class ShimBlockTokenTest {
     replies.forEach(Reply::closeOwnCopies);
   }
 
-  /** A dataset holding {@link #BLOCK}'s files. */
-  private FsDatasetSpi<?> dataset() {
-    FakeReplica replica = new FakeReplica(BLOCK.getBlockId(), BLOCK.getGenerationStamp());
-    return (FsDatasetSpi<?>)
-        Proxy.newProxyInstance(
-            getClass().getClassLoader(),
-            new Class<?>[] {FsDatasetSpi.class},
-            (proxy, method, args) -> {
-              switch (method.getName()) {
-                case "getBlockInputStream":
-                  return new FileInputStream(data.toFile());
-                case "getMetaDataInputStream":
-                  return new LengthInputStream(new FileInputStream(meta.toFile()), 7);
-                case "getReplica":
-                  return replica;
-                case "isCached":
-                  return false;
-                default:
-                  throw new UnsupportedOperationException(method.getName());
-              }
-            });
-  }
-
   private ShortCircuitService service() {
-    FsDatasetSpi<?> ds = dataset();
+    FsDatasetSpi<?> ds = FakeDataset.of(BLOCK, data, meta);
     ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
     ShimMetrics metrics = new ShimMetrics();
     return new ShortCircuitService(
