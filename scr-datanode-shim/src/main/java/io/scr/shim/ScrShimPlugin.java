@@ -120,7 +120,11 @@ public final class ScrShimPlugin implements ServicePlugin {
     Path socketPath =
         Paths.get(DomainSocket.getEffectivePath(config.socketPathTemplate, dn.getXferPort()));
     try {
+      SocketPathSecurity.checkSkipAllowed(
+          config.skipPathValidation,
+          org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
       if (config.skipPathValidation) {
+        metrics.socketPathCheckSkipped = true;
         LOG.warn(
             "{}=true: the socket path security check is OFF. This is for tests only; never"
                 + " set it on a real DataNode",

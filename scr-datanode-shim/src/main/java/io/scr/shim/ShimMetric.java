@@ -43,6 +43,12 @@ public enum ShimMetric {
       Kind.COUNTER,
       "replicas",
       "Fd requests served for RBW/RUR replicas"),
+  SOCKET_PATH_CHECK_SKIPPED(
+      "SocketPathCheckSkipped",
+      Kind.GAUGE,
+      "flag",
+      "1 when the socket path security check was skipped"
+          + " (scr.shim.socket.path.validation.skip.test-only): alert on it"),
   REJECTIONS_TOTAL(
       "RejectionsTotal", Kind.COUNTER, "events", "Connections or requests refused, all reasons");
 

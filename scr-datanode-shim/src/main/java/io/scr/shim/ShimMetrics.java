@@ -76,6 +76,9 @@ final class ShimMetrics {
   final LongAdder invalidationScanFailures = new LongAdder();
   final LongAdder nonFinalizedReplicasServed = new LongAdder();
 
+  /** Whether the socket path check was skipped (the test-only key): never true in production. */
+  volatile boolean socketPathCheckSkipped;
+
   ShimMetrics() {
     for (int op = 0; op < requests.length; op++) {
       for (int s = 0; s < STATUSES; s++) {
@@ -151,6 +154,7 @@ final class ShimMetrics {
     out.put("invalidation_scans", invalidationScans.sum());
     out.put("invalidation_scan_failures", invalidationScanFailures.sum());
     out.put("non_finalized_replicas_served", nonFinalizedReplicasServed.sum());
+    out.put("socket_path_check_skipped", socketPathCheckSkipped ? 1L : 0L);
     return out;
   }
 

@@ -54,6 +54,24 @@ final class SocketPathSecurity {
   }
 
   /**
+   * Refuses {@code scr.shim.socket.path.validation.skip.test-only} on a secure (Kerberos) DataNode:
+   * there the socket is how clients trust that they talk to the DataNode, and a path anyone can
+   * write lets them be handed a forged replica. Stock has no such switch outside its tests.
+   *
+   * @param secure whether Hadoop security (Kerberos) is on ({@code
+   *     UserGroupInformation.isSecurityEnabled()})
+   */
+  static void checkSkipAllowed(boolean skip, boolean secure) throws InsecureSocketPathException {
+    if (skip && secure) {
+      throw new InsecureSocketPathException(
+          ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY
+              + "=true is refused on a secure (Kerberos) DataNode: the socket path check is what"
+              + " keeps other local users from replacing the socket. Remove the key and put the"
+              + " socket in a directory only root and the DataNode user can write");
+    }
+  }
+
+  /**
    * Throws {@link InsecureSocketPathException} naming every offending component and its fix.
    *
    * @param socketPath the effective path ({@code _PORT} already replaced)

@@ -90,6 +90,19 @@ class SocketPathSecurityTest {
   }
 
   @Test
+  void theTestOnlySkipIsRefusedOnASecureDataNode() throws IOException {
+    SocketPathSecurity.InsecureSocketPathException refused =
+        assertThrows(
+            SocketPathSecurity.InsecureSocketPathException.class,
+            () -> SocketPathSecurity.checkSkipAllowed(true, true));
+    assertTrue(
+        refused.getMessage().contains(ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY.name()),
+        refused.getMessage());
+    SocketPathSecurity.checkSkipAllowed(true, false); // tests on an insecure mini cluster
+    SocketPathSecurity.checkSkipAllowed(false, true);
+  }
+
+  @Test
   void tooLongAndRelativePathsAreRefused() {
     assertThrows(
         IOException.class, () -> SocketPathSecurity.check(Paths.get("/" + "x".repeat(120)), 0));
