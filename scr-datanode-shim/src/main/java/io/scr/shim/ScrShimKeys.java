@@ -50,6 +50,21 @@ public final class ScrShimKeys {
           "TEST ONLY: skip the socket path security check (temporary directories are"
               + " world-writable). Never set on a real DataNode.");
 
+  /**
+   * TEST ONLY. A directory whose components (it and its ancestors) the socket path check does not
+   * judge, as stock's tests skip path components: the directories below it, the socket's own
+   * included, are still checked. Lets test clusters put sockets below world-writable {@code /tmp}
+   * while the check runs. Refused on a secure (Kerberos) DataNode.
+   */
+  public static final Key SOCKET_PATH_TRUSTED_DIR_TEST_ONLY =
+      define(
+          "scr.shim.socket.path.trusted.dir.test-only",
+          Type.STRING,
+          "",
+          "TEST ONLY: a directory that, with its ancestors, the socket path check does not judge"
+              + " (the directories below it are checked). Refused on a Kerberos DataNode; shown by"
+              + " the SocketPathCheckSkipped metric. Never set on a real DataNode.");
+
   /** Netty event-loop threads serving connections. */
   public static final Key IO_THREADS =
       define("scr.shim.io.threads", Type.INT, "2", "Netty epoll event-loop threads.");

@@ -122,8 +122,18 @@ public final class ScrShimPlugin implements ServicePlugin {
     try {
       SocketPathSecurity.checkSkipAllowed(
           config.skipPathValidation,
+          config.trustedSocketDir,
           org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
-      if (config.skipPathValidation) {
+      if (config.trustedSocketDir != null && !config.skipPathValidation) {
+        metrics.socketPathCheckSkipped = true;
+        LOG.warn(
+            "{}={}: the socket path check does not judge that directory and its ancestors. For"
+                + " tests only; never set it on a real DataNode",
+            ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY,
+            config.trustedSocketDir);
+        SocketPathSecurity.check(
+            socketPath, SocketPathSecurity.effectiveUid(), config.trustedSocketDir);
+      } else if (config.skipPathValidation) {
         metrics.socketPathCheckSkipped = true;
         LOG.warn(
             "{}=true: the socket path security check is OFF. This is for tests only; never"

@@ -47,8 +47,9 @@ public enum ShimMetric {
       "SocketPathCheckSkipped",
       Kind.GAUGE,
       "flag",
-      "1 when the socket path security check was skipped"
-          + " (scr.shim.socket.path.validation.skip.test-only): alert on it"),
+      "1 when the socket path security check skipped components"
+          + " (scr.shim.socket.path.validation.skip.test-only or"
+          + " scr.shim.socket.path.trusted.dir.test-only): alert on it"),
   REJECTIONS_TOTAL(
       "RejectionsTotal", Kind.COUNTER, "events", "Connections or requests refused, all reasons");
 

@@ -62,6 +62,20 @@ final class SocketPathSecurity {
    *     UserGroupInformation.isSecurityEnabled()})
    */
   static void checkSkipAllowed(boolean skip, boolean secure) throws InsecureSocketPathException {
+    checkSkipAllowed(skip, null, secure);
+  }
+
+  /** As {@link #checkSkipAllowed(boolean, boolean)}, also for the test-only trusted directory. */
+  static void checkSkipAllowed(boolean skip, Path trustedDir, boolean secure)
+      throws InsecureSocketPathException {
+    if (trustedDir != null && secure) {
+      throw new InsecureSocketPathException(
+          ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY
+              + "="
+              + trustedDir
+              + " is refused on a secure (Kerberos) DataNode: remove the key and put the socket"
+              + " in a directory only root and the DataNode user can write");
+    }
     if (skip && secure) {
       throw new InsecureSocketPathException(
           ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY
@@ -78,7 +92,15 @@ final class SocketPathSecurity {
    * @param uid the DataNode's effective uid
    */
   static void check(Path socketPath, int uid) throws IOException {
-    List<String> problems = SocketPathRules.violations(socketPath, uid);
+    check(socketPath, uid, null);
+  }
+
+  /**
+   * As {@link #check(Path, int)}, not judging {@code trustedDir} and its ancestors (null: every
+   * component is judged).
+   */
+  static void check(Path socketPath, int uid, Path trustedDir) throws IOException {
+    List<String> problems = SocketPathRules.violations(socketPath, uid, trustedDir);
     if (!problems.isEmpty()) {
       throw new InsecureSocketPathException(
           "the shim socket path "
