@@ -4,6 +4,7 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
+import io.scr.core.metrics.ScrClientDiagnostics;
 import io.scr.core.metrics.ScrClientMetrics;
 import io.scr.core.metrics.SummaryReporter;
 import io.scr.core.net.DomainSocketPool;
@@ -20,8 +21,13 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -61,6 +67,17 @@ public final class ScrClient implements Closeable {
   private static final Map<String, ScrClient> REGISTRY = new HashMap<>();
 
   private final String context;
+
+  /** The JMX view {@code scr doctor --pid} reads. */
+  private final ScrClientDiagnostics diagnostics;
+
+  /** The client keys this engine was built from, to name differences of later acquires. */
+  private final Map<String, String> settings;
+
+  /** The sets of differing settings already logged (by {@link #warnIfSettingsDiffer}). */
+  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  private final Set<String> warnedDifferences = new HashSet<>();
+
   private final boolean enabled;
   private final List<String> pathTemplates;
   private final PathBackoff backoff;
@@ -118,7 +135,7 @@ public final class ScrClient implements Closeable {
   static final int MAX_KNOWN_CORRUPT = 4096;
 
   /** Replicas that failed a checksum through the accessor ({@link #replicaFailedChecksum}). */
-  private final java.util.Set<String> knownCorrupt = ConcurrentHashMap.newKeySet();
+  private final Set<String> knownCorrupt = ConcurrentHashMap.newKeySet();
 
   /**
    * Each thread's spare lease ({@link #leaseWithThreadSpare}); null once closed. Dropping the
@@ -133,11 +150,12 @@ public final class ScrClient implements Closeable {
    * thread-locals again, and a spare lease refers to the whole engine (cache, slot pools, buffers).
    * Weak: a holder goes with its thread. Touched once per thread and by close.
    */
-  private final java.util.Set<LeaseSpare> spareHolders =
+  private final Set<LeaseSpare> spareHolders =
       Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
   ScrClient(Configuration conf, String context, Ticker ticker) {
     this.context = context;
+    this.settings = clientSettings(conf);
     this.ticker = ticker;
     for (FallbackReason r : FallbackReason.values()) {
       fallbacks.put(r, new LongAdder());
@@ -206,6 +224,7 @@ public final class ScrClient implements Closeable {
             .build();
     this.fdBudgetWarning = new FdBudgetWarning(context, ticker, this::cacheStats);
     this.metrics = new ScrClientMetrics(this, counters, pool, ticker);
+    this.diagnostics = new ScrClientDiagnostics(context, metrics, settings);
     this.metricsEnabled = ScrKeys.METRICS_ENABLED.get(conf);
     this.summaryIntervalSeconds = ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf);
   }
@@ -219,6 +238,7 @@ public final class ScrClient implements Closeable {
     if (metricsEnabled) {
       metrics.register();
     }
+    diagnostics.register();
     summary = SummaryReporter.start(context, metrics::snapshot, summaryIntervalSeconds);
   }
 
@@ -228,12 +248,19 @@ public final class ScrClient implements Closeable {
       reporter.close();
     }
     metrics.unregister();
+    diagnostics.unregister();
   }
 
   /**
    * The engine shared by context {@code scr.client.context} (default: {@code dfs.client.context}),
    * created on first acquire from {@code conf}; later acquires of the same context share it (their
    * configuration is not re-read). Reference-counted: call {@link #close()} once per acquire.
+   *
+   * <p>A later acquire whose scr settings differ from the engine's gets the engine anyway, as stock
+   * gives a {@code ClientContext} to every client of its name: it is logged once per context and
+   * set of differing keys (stock logs "Existing client context ... does not match requested
+   * configuration"), since otherwise the second configuration's socket paths or limits would be
+   * ignored without a word.
    */
   public static ScrClient acquire(Configuration conf) {
     String context = ScrKeys.CLIENT_CONTEXT.get(conf);
@@ -246,9 +273,58 @@ public final class ScrClient implements Closeable {
         client = new ScrClient(conf, context, Ticker.systemTicker());
         REGISTRY.put(context, client);
         client.startObservability();
+      } else {
+        client.warnIfSettingsDiffer(conf);
       }
       client.references++;
       return client;
+    }
+  }
+
+  /** The client keys of the catalogue as set in {@code conf} (raw text, unset keys absent). */
+  private static Map<String, String> clientSettings(Configuration conf) {
+    Map<String, String> out = new TreeMap<>();
+    for (ScrKey<?> key : ScrKeys.all()) {
+      if (key.name().startsWith("scr.shim.")) {
+        continue; // the DataNode's keys: a client never reads them
+      }
+      String raw = conf.getTrimmed(key.name());
+      if (raw != null) {
+        out.put(key.name(), raw);
+      }
+    }
+    return out;
+  }
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  private void warnIfSettingsDiffer(Configuration conf) {
+    Map<String, String> requested = clientSettings(conf);
+    if (requested.equals(settings)) {
+      return;
+    }
+    Set<String> keys = new TreeSet<>(settings.keySet());
+    keys.addAll(requested.keySet());
+    List<String> differences = new ArrayList<>();
+    for (String k : keys) {
+      String inUse = settings.get(k);
+      String asked = requested.get(k);
+      if (!Objects.equals(inUse, asked)) {
+        differences.add(
+            k
+                + "="
+                + (inUse == null ? "(unset)" : inUse)
+                + " in use, "
+                + (asked == null ? "(unset)" : asked)
+                + " requested");
+      }
+    }
+    if (warnedDifferences.add(String.join(";", differences))) {
+      LOG.warn(
+          "The scr engine of client context '{}' already exists with other settings, and this"
+              + " configuration shares it as is: {}. To give this configuration its own engine,"
+              + " set scr.client.context (or dfs.client.context) to a name of its own",
+          context,
+          differences);
     }
   }
 

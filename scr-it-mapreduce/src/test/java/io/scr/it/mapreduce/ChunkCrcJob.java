@@ -34,7 +34,9 @@ final class ChunkCrcJob {
   enum ReadStats {
     TOTAL_BYTES,
     SHORT_CIRCUIT_BYTES,
-    LOCAL_BYTES
+    LOCAL_BYTES,
+    /** Short-circuit bytes of streams that are scr's own ({@code ScrFileSystem}'s). */
+    SCR_STREAM_SHORT_CIRCUIT_BYTES
   }
 
   private ChunkCrcJob() {}
@@ -133,6 +135,15 @@ final class ChunkCrcJob {
               .getCounter(ReadStats.SHORT_CIRCUIT_BYTES)
               .increment(stats.getTotalShortCircuitBytesRead());
           context.getCounter(ReadStats.LOCAL_BYTES).increment(stats.getTotalLocalBytesRead());
+          if (((HdfsDataInputStream) in)
+              .getWrappedStream()
+              .getClass()
+              .getName()
+              .equals("io.scr.core.hdfs.ScrInputStream")) {
+            context
+                .getCounter(ReadStats.SCR_STREAM_SHORT_CIRCUIT_BYTES)
+                .increment(stats.getTotalShortCircuitBytesRead());
+          }
         }
       } finally {
         in.close();

@@ -27,6 +27,7 @@ import org.apache.hadoop.mapreduce.TaskCounter;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -60,7 +61,12 @@ class MapReduceScrTest {
     }
   }
 
-  /** Tasks get their file systems from the JVM-wide cache, which ignores the configuration. */
+  /**
+   * Tasks get their file systems from the JVM-wide cache, which ignores the configuration: a job
+   * must start with an empty cache (the input was written through a cached stock client), or its
+   * tasks read through whatever client an earlier caller left there.
+   */
+  @BeforeEach
   @AfterEach
   void dropCachedFileSystems() throws IOException {
     FileSystem.closeAll();
@@ -95,9 +101,15 @@ class MapReduceScrTest {
             c -> {
               c.set("fs.hdfs.impl", "io.scr.core.hdfs.ScrFileSystem");
               c.set("scr.client.context", "mr-fs");
+              // Stock short-circuit off: a stock stream could not count a short-circuit byte.
+              c.setBoolean("dfs.client.read.shortcircuit", false);
             });
     assertEquals(LEN, counters.findCounter(ChunkCrcJob.ReadStats.TOTAL_BYTES).getValue());
     assertEquals(LEN, counters.findCounter(ChunkCrcJob.ReadStats.SHORT_CIRCUIT_BYTES).getValue());
+    assertEquals(
+        LEN,
+        counters.findCounter(ChunkCrcJob.ReadStats.SCR_STREAM_SHORT_CIRCUIT_BYTES).getValue(),
+        "the task's streams were scr's own");
   }
 
   @Test

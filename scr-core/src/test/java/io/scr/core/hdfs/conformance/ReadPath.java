@@ -50,12 +50,17 @@ public enum ReadPath {
       scrSockets(conf, dfs);
     }
   },
-  /** {@code fs.hdfs.impl = io.scr.core.hdfs.ScrFileSystem} (integration point 2). */
+  /**
+   * {@code fs.hdfs.impl = io.scr.core.hdfs.ScrFileSystem} (integration point 2). Stock
+   * short-circuit stays off (ScrFileSystem does not need it), so a stock fallback could not count a
+   * short-circuit byte: every one counted is scr's.
+   */
   SCR_FILESYSTEM(true) {
     @Override
     void configure(Configuration conf, MiniDfs dfs) {
       requireClass(FILE_SYSTEM_CLASS);
       conf.set("fs.hdfs.impl", FILE_SYSTEM_CLASS);
+      conf.setBoolean("dfs.client.read.shortcircuit", false);
       scrSockets(conf, dfs);
     }
   };

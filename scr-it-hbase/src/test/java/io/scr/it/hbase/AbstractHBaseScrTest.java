@@ -37,7 +37,6 @@ import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.util.NativeCodeLoader;
 import org.apache.hadoop.util.ServicePlugin;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -46,15 +45,17 @@ import org.junit.jupiter.api.TestMethodOrder;
 /**
  * An HBase mini cluster (one RegionServer, one DataNode) with scr enabled only through
  * configuration, exactly the keys a user puts in {@code hbase-site.xml} (RegionServer) and {@code
- * hdfs-site.xml} (DataNode): the DataNode loads the scr shim, the RegionServer reads through {@code
- * ScrFileSystem}, and no libhadoop is loaded in this JVM, so stock short-circuit reads are
- * impossible and every short-circuit byte counted is scr's. Loads rows, flushes, major-compacts,
- * then checks random gets and scans against the loaded values and HBase's own read statistics.
+ * hdfs-site.xml} (DataNode). Each subclass is one deployment: which DataNode serves the socket (the
+ * scr shim, or a stock DataNode with libhadoop) and how the RegionServer reaches scr (the replica
+ * accessor inside the stock {@code DistributedFileSystem}, or {@code ScrFileSystem} as {@code
+ * fs.hdfs.impl}). The RegionServer's stock short-circuit reads stay off in every case, so every
+ * short-circuit byte counted is scr's. Loads rows, flushes, major-compacts, then checks random gets
+ * and scans against the loaded values and HBase's own read statistics.
  *
- * <p>The tests run in order on one cluster (a start costs 20 to 30 s).
+ * <p>The tests run in order on one cluster per subclass (a start costs 20 to 30 s).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class HBaseScrTest {
+abstract class AbstractHBaseScrTest {
   private static final TableName TABLE = TableName.valueOf("scr_it");
   private static final byte[] CF = Bytes.toBytes("f");
   private static final byte[] Q = Bytes.toBytes("q");
@@ -62,35 +63,82 @@ class HBaseScrTest {
   private static final int VALUE = 700;
 
   private static Path socketDir;
+  private static DataNodeSide dataNodeSide;
+  private static ClientSide clientSide;
   private static HBaseTestingUtility util;
 
-  @BeforeAll
-  static void startCluster() throws Exception {
+  /** How the DataNode serves short-circuit reads. */
+  enum DataNodeSide {
+    /** The scr shim plugin, no libhadoop anywhere (deployment mode B). */
+    SHIM,
+    /** A stock DataNode with libhadoop (deployment mode A). */
+    STOCK
+  }
+
+  /** How the RegionServer reaches scr. */
+  enum ClientSide {
+    /** {@code dfs.client.replica.accessor.builder.classes}: the stock file system asks scr. */
+    ACCESSOR,
+    /** {@code fs.hdfs.impl = io.scr.core.hdfs.ScrFileSystem}. */
+    SCR_FILE_SYSTEM
+  }
+
+  /**
+   * Starts the cluster: HDFS first with the DataNode's hdfs-site.xml keys, then HBase with the
+   * RegionServer's hbase-site.xml keys (MiniDFSCluster copies the configuration per DataNode, so
+   * the RegionServer's keys never reach the DataNode, as on a real host with two files).
+   */
+  static void startCluster(DataNodeSide dataNode, ClientSide client) throws Exception {
+    dataNodeSide = dataNode;
+    clientSide = client;
     // sun_path holds 107 bytes: keep the socket under /tmp, created before the cluster starts.
     socketDir = Files.createTempDirectory(Paths.get("/tmp"), "scr-hbase-");
     String socket = socketDir.resolve("scr._PORT.sock").toString();
 
     Configuration conf = HBaseConfiguration.create();
-    // hdfs-site.xml of the DataNode: the shim serves short-circuit reads without libhadoop.
-    conf.set("dfs.datanode.plugins", "io.scr.shim.ScrShimPlugin");
-    conf.set("scr.shim.socket.path", socket);
-    // TEST ONLY: temporary directories fail the shim's socket path security check.
-    conf.setBoolean("scr.shim.socket.path.validation.skip.test-only", true);
-    // hbase-site.xml of the RegionServer: the stock DistributedFileSystem asks scr's replica
-    // accessor first for every block. Stock short-circuit reads stay off (hbase-default.xml blanks
-    // dfs.client.read.shortcircuit and dfs.domain.socket.path anyway), so the RegionServer needs no
-    // libhadoop; scr finds the DataNode's shim socket through scr.client.socket.paths.
-    conf.set(
-        "dfs.client.replica.accessor.builder.classes",
-        "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
-    conf.set("scr.client.socket.paths", socket);
     // Several HDFS blocks per HFile, so reads cross block boundaries.
     conf.setLong("dfs.blocksize", 2L << 20);
-
+    // hdfs-site.xml of the DataNode.
+    if (dataNode == DataNodeSide.SHIM) {
+      // The shim serves short-circuit reads without libhadoop.
+      conf.set("dfs.datanode.plugins", "io.scr.shim.ScrShimPlugin");
+      conf.set("scr.shim.socket.path", socket);
+      // TEST ONLY: temporary directories fail the shim's socket path security check.
+      conf.setBoolean("scr.shim.socket.path.validation.skip.test-only", true);
+    } else {
+      // A stock DataNode binds its socket only when short-circuit reads are on in ITS own
+      // configuration, and needs libhadoop for it.
+      conf.setBoolean("dfs.client.read.shortcircuit", true);
+      conf.set("dfs.domain.socket.path", socket);
+      org.apache.hadoop.net.unix.DomainSocket.disableBindPathValidation(); // temp directories
+    }
     util = new HBaseTestingUtility(conf);
-    util.startMiniCluster(
-        StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).numDataNodes(1).build());
-    awaitShim(util.getDFSCluster().getDataNodes().get(0));
+    util.startMiniDFSCluster(1);
+    if (dataNode == DataNodeSide.SHIM) {
+      awaitShim(util.getDFSCluster().getDataNodes().get(0));
+    }
+
+    // hbase-site.xml of the RegionServer. Stock short-circuit reads off (hbase-default.xml blanks
+    // dfs.client.read.shortcircuit and dfs.domain.socket.path anyway): every short-circuit byte
+    // is scr's. scr finds the DataNode's socket through scr.client.socket.paths.
+    conf = util.getConfiguration();
+    conf.setBoolean("dfs.client.read.shortcircuit", false);
+    conf.unset("dfs.domain.socket.path");
+    conf.unset("dfs.datanode.plugins");
+    conf.set("scr.client.socket.paths", socket);
+    // Each RegionServer of a real cluster is its own process; here the subclasses share a JVM,
+    // and an engine is shared by client context: each deployment gets its own.
+    conf.set("scr.client.context", "hbase-" + dataNode + "-" + client);
+    if (client == ClientSide.ACCESSOR) {
+      conf.set(
+          "dfs.client.replica.accessor.builder.classes",
+          "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
+    } else {
+      conf.set("fs.hdfs.impl", "io.scr.core.hdfs.ScrFileSystem");
+    }
+    util.startMiniZKCluster();
+    util.startMiniHBaseCluster(
+        StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
   }
 
   @AfterAll
@@ -101,7 +149,10 @@ class HBaseScrTest {
           .invoke(null);
       if (util != null) {
         util.shutdownMiniCluster();
+        util = null;
       }
+      // HBase leaves its file systems in the JVM's cache; closing them releases their scr engines.
+      org.apache.hadoop.fs.FileSystem.closeAll();
     } finally {
       if (socketDir != null) {
         try (Stream<Path> files = Files.walk(socketDir)) {
@@ -150,14 +201,27 @@ class HBaseScrTest {
 
   @Test
   @Order(1)
-  void regionServerKeepsTheStockFileSystemWithScrsAccessorAndNoLibhadoop() throws IOException {
+  void regionServerReadsThroughScrAsConfiguredAndLibhadoopOnlyWhereNeeded() throws IOException {
     HFileSystem fs = (HFileSystem) util.getHBaseCluster().getRegionServer(0).getFileSystem();
-    assertEquals(
-        "org.apache.hadoop.hdfs.DistributedFileSystem", fs.getBackingFs().getClass().getName());
-    assertEquals(
-        "io.scr.core.hdfs.ScrReplicaAccessorBuilder",
-        fs.getConf().get("dfs.client.replica.accessor.builder.classes"));
-    assertFalse(NativeCodeLoader.isNativeCodeLoaded(), "this test must run without libhadoop");
+    if (clientSide == ClientSide.ACCESSOR) {
+      assertEquals(
+          "org.apache.hadoop.hdfs.DistributedFileSystem", fs.getBackingFs().getClass().getName());
+      assertEquals(
+          "io.scr.core.hdfs.ScrReplicaAccessorBuilder",
+          fs.getConf().get("dfs.client.replica.accessor.builder.classes"));
+    } else {
+      assertEquals("io.scr.core.hdfs.ScrFileSystem", fs.getBackingFs().getClass().getName());
+    }
+    assertFalse(
+        fs.getConf().getBoolean("dfs.client.read.shortcircuit", false),
+        "stock short-circuit reads must be off in the RegionServer: every byte counted is scr's");
+    if (dataNodeSide == DataNodeSide.SHIM) {
+      assertFalse(NativeCodeLoader.isNativeCodeLoaded(), "mode B runs without libhadoop");
+    } else {
+      assertTrue(
+          NativeCodeLoader.isNativeCodeLoaded(),
+          "a stock DataNode needs libhadoop (this JVM is the DataNode's too)");
+    }
   }
 
   @Test
@@ -196,6 +260,7 @@ class HBaseScrTest {
   @Test
   @Order(3)
   void randomGetsAndScansReturnTheLoadedValuesThroughShortCircuitReads() throws Exception {
+    long scrBefore = scrShortCircuitBytes();
     long scBefore = FSDataInputStreamWrapper.getShortCircuitBytesRead();
     long totalBefore = FSDataInputStreamWrapper.getTotalBytesRead();
     try (Table t = util.getConnection().getTable(TABLE)) {
@@ -233,6 +298,23 @@ class HBaseScrTest {
     long total = FSDataInputStreamWrapper.getTotalBytesRead() - totalBefore;
     assertTrue(sc > 0, "short-circuit bytes " + sc + " of " + total);
     assertEquals(total, sc, "every HFile byte is local, so every byte short-circuits");
+    if (clientSide == ClientSide.SCR_FILE_SYSTEM) {
+      // scr's own count, from the engine behind the RegionServer's file system: the bytes are
+      // scr's, not a stock reader's that happened to count short-circuit bytes too.
+      assertTrue(scrShortCircuitBytes() - scrBefore > 0, "scr's engine read nothing");
+    }
+  }
+
+  /** Short-circuit bytes of the RegionServer's scr engine (ScrFileSystem deployments), else 0. */
+  private static long scrShortCircuitBytes() throws IOException {
+    HFileSystem fs = (HFileSystem) util.getHBaseCluster().getRegionServer(0).getFileSystem();
+    if (!(fs.getBackingFs() instanceof io.scr.core.hdfs.ScrFileSystem)) {
+      return 0;
+    }
+    return ((io.scr.core.hdfs.ScrFileSystem) fs.getBackingFs())
+        .scrClient()
+        .metricsSnapshot()
+        .shortCircuitBytes();
   }
 
   private interface Values {
