@@ -27,6 +27,10 @@ final class Reply {
   final byte[] bytes;
   final long startNanos;
   final List<FileInputStream> streams = new ArrayList<>();
+
+  /** Give back the fd reservations of {@link #streams}; run once, when they are closed. */
+  final List<Runnable> fdReleases = new ArrayList<>();
+
   SharedMemoryFd shmFd;
   byte dataByte;
 
@@ -94,6 +98,10 @@ final class Reply {
       }
     }
     streams.clear();
+    for (Runnable release : fdReleases) {
+      release.run();
+    }
+    fdReleases.clear();
     if (shmFd != null) {
       shmFd.close();
       shmFd = null;

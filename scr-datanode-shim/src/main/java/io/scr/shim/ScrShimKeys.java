@@ -50,6 +50,21 @@ public final class ScrShimKeys {
           "TEST ONLY: skip the socket path security check (temporary directories are"
               + " world-writable). Never set on a real DataNode.");
 
+  /**
+   * TEST ONLY. A directory whose components (it and its ancestors) the socket path check does not
+   * judge, as stock's tests skip path components: the directories below it, the socket's own
+   * included, are still checked. Lets test clusters put sockets below world-writable {@code /tmp}
+   * while the check runs. Refused on a secure (Kerberos) DataNode.
+   */
+  public static final Key SOCKET_PATH_TRUSTED_DIR_TEST_ONLY =
+      define(
+          "scr.shim.socket.path.trusted.dir.test-only",
+          Type.STRING,
+          "",
+          "TEST ONLY: a directory that, with its ancestors, the socket path check does not judge"
+              + " (the directories below it are checked). Refused on a Kerberos DataNode; shown by"
+              + " the SocketPathCheckSkipped metric. Never set on a real DataNode.");
+
   /** Netty event-loop threads serving connections. */
   public static final Key IO_THREADS =
       define("scr.shim.io.threads", Type.INT, "2", "Netty epoll event-loop threads.");
@@ -133,6 +148,93 @@ public final class ScrShimKeys {
           Type.INT,
           "16384",
           "Registered slots one client process may hold; more are answered ERROR.");
+
+  /** Open connections of all processes of one uid together. */
+  public static final Key UID_MAX_CONNECTIONS =
+      define(
+          "scr.shim.uid.max.connections",
+          Type.INT,
+          "2048",
+          "Open connections all client processes of one user (SO_PEERCRED uid) may hold together,"
+              + " so a client that forks does not get fresh quotas; more are answered ERROR and"
+              + " closed.");
+
+  /** Shared-memory segments of all processes of one uid together. */
+  public static final Key UID_MAX_SEGMENTS =
+      define(
+          "scr.shim.uid.max.segments",
+          Type.INT,
+          "1024",
+          "Shared-memory segments all client processes of one user may hold together; more are"
+              + " answered ERROR_UNSUPPORTED.");
+
+  /** Registered slots of all processes of one uid together. */
+  public static final Key UID_MAX_SLOTS =
+      define(
+          "scr.shim.uid.max.slots",
+          Type.INT,
+          "65536",
+          "Registered slots all client processes of one user may hold together; more are"
+              + " answered ERROR.");
+
+  /** Open connections to the shim in total, refused at accept. */
+  public static final Key MAX_CONNECTIONS =
+      define(
+          "scr.shim.max.connections",
+          Type.INT,
+          "4096",
+          "Open connections to the shim from all clients together; more are closed as soon as"
+              + " they are accepted (stock: dfs.datanode.max.transfer.threads, also 4096).");
+
+  /** Fds opened for one client's replies and not yet handed over. */
+  public static final Key CLIENT_MAX_PENDING_FDS =
+      define(
+          "scr.shim.client.max.pending.fds",
+          Type.INT,
+          "512",
+          "Replica fds opened for one client process's replies and not yet handed over (a client"
+              + " that does not read its socket holds them until scr.shim.write.timeout.ms); an fd"
+              + " request beyond it is answered ERROR, so the client reads that block the stock"
+              + " way.");
+
+  /** Fds opened for the replies of all processes of one uid and not yet handed over. */
+  public static final Key UID_MAX_PENDING_FDS =
+      define(
+          "scr.shim.uid.max.pending.fds",
+          Type.INT,
+          "2048",
+          "As scr.shim.client.max.pending.fds, for all client processes of one user together.");
+
+  /** Fds opened for replies and not yet handed over, shim-wide. */
+  public static final Key MAX_PENDING_FDS =
+      define(
+          "scr.shim.max.pending.fds",
+          Type.INT,
+          "8192",
+          "Replica fds opened for replies and not yet handed over, all clients together (stock"
+              + " holds at most 2 per transfer thread: 8192 at 4096 threads); keeps clients that"
+              + " do not read from exhausting the DataNode's fd limit.");
+
+  /** Reply bytes queued for one client and not yet written to its socket. */
+  public static final Key CLIENT_MAX_PENDING_REPLY_BYTES =
+      define(
+          "scr.shim.client.max.pending.reply.bytes",
+          Type.LONG,
+          "1048576",
+          "Reply bytes queued for one client process and not yet written to its sockets; a"
+              + " connection whose reply would go beyond it is closed (its fds and slots"
+              + " released). One reply per connection is always allowed.");
+
+  /** How long a request may take to arrive once its first byte did. */
+  public static final Key REQUEST_TIMEOUT_MS =
+      define(
+          "scr.shim.request.timeout.ms",
+          Type.LONG,
+          "10000",
+          "How long a request may take to arrive in full once its first byte did, and how long a"
+              + " connection refused by a per-client or per-user limit may take to send the"
+              + " request that gets the refusal; then the connection is closed. A real request is"
+              + " one write of at most a few KiB, so only a client dribbling bytes comes near it.");
 
   /** How often the invalidator polls the replica map for registered blocks. */
   public static final Key INVALIDATION_INTERVAL_MS =

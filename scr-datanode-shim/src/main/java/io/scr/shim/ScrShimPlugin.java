@@ -47,9 +47,6 @@ public final class ScrShimPlugin implements ServicePlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ScrShimPlugin.class);
   private static final long DATASET_POLL_MS = 50;
 
-  /** The scan waits at least this many times its own duration before running again. */
-  static final long SCAN_DUTY_FACTOR = 9;
-
   private final ShimMetrics metrics = new ShimMetrics();
   private final CountDownLatch serving = new CountDownLatch(1);
 
@@ -70,6 +67,9 @@ public final class ScrShimPlugin implements ServicePlugin {
 
   @GuardedBy("this")
   private ScheduledFuture<?> waiting;
+
+  @GuardedBy("this")
+  private InvalidationScanner scanner;
 
   @GuardedBy("this")
   private boolean stopped;
@@ -120,7 +120,21 @@ public final class ScrShimPlugin implements ServicePlugin {
     Path socketPath =
         Paths.get(DomainSocket.getEffectivePath(config.socketPathTemplate, dn.getXferPort()));
     try {
-      if (config.skipPathValidation) {
+      SocketPathSecurity.checkSkipAllowed(
+          config.skipPathValidation,
+          config.trustedSocketDir,
+          org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
+      if (config.trustedSocketDir != null && !config.skipPathValidation) {
+        metrics.socketPathCheckSkipped = true;
+        LOG.warn(
+            "{}={}: the socket path check does not judge that directory and its ancestors. For"
+                + " tests only; never set it on a real DataNode",
+            ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY,
+            config.trustedSocketDir);
+        SocketPathSecurity.check(
+            socketPath, SocketPathSecurity.effectiveUid(), config.trustedSocketDir);
+      } else if (config.skipPathValidation) {
+        metrics.socketPathCheckSkipped = true;
         LOG.warn(
             "{}=true: the socket path security check is OFF. This is for tests only; never"
                 + " set it on a real DataNode",
@@ -128,9 +142,7 @@ public final class ScrShimPlugin implements ServicePlugin {
       } else {
         SocketPathSecurity.check(socketPath, SocketPathSecurity.effectiveUid());
       }
-      limits =
-          new ClientLimits(
-              config.clientMaxConnections, config.clientMaxSegments, config.clientMaxSlots);
+      limits = ClientLimits.from(config);
       registry = new SegmentRegistry(limits, metrics);
       SegmentFactory segments =
           SegmentFactory.newBuilder()
@@ -155,8 +167,20 @@ public final class ScrShimPlugin implements ServicePlugin {
                     return false; // not registered yet: its replicas are still being loaded
                   }
                 }
+
+                @Override
+                public boolean blockTokensEnabled(String bpid) {
+                  try {
+                    // What the NameNode exported when the pool registered: the value stock's
+                    // DataNode sets isBlockTokenEnabled from (equal for every pool, or the
+                    // DataNode refuses to run).
+                    return dn.getDNRegistrationForBP(bpid).getExportedKeys().isBlockTokenEnabled();
+                  } catch (IOException | RuntimeException e) {
+                    return true; // cannot tell: enforce (fail closed)
+                  }
+                }
               },
-              config.blockTokensEnabled ? dn.getBlockPoolTokenSecretManager() : null,
+              dn.getBlockPoolTokenSecretManager(),
               registry,
               limits,
               segments,
@@ -171,8 +195,10 @@ public final class ScrShimPlugin implements ServicePlugin {
       source =
           new ShimMetricsSource(metrics, lim::clientCount, dn.getXferPort(), socketPath.toString());
       source.register();
-      SegmentRegistry reg = registry;
-      scheduleScan(reg, dn, config.invalidationIntervalMs, config.invalidationIntervalMs);
+      scanner =
+          new InvalidationScanner(
+              registry, () -> replicaLookup(dn), control, metrics, config.invalidationIntervalMs);
+      scanner.start();
       serving.countDown();
     } catch (IOException | RuntimeException | LinkageError e) {
       failure = e;
@@ -181,44 +207,34 @@ public final class ScrShimPlugin implements ServicePlugin {
     }
   }
 
-  @SuppressWarnings("deprecation") // FsDatasetSpi.getReplica: the non-copying replica map lookup
-  /**
-   * Runs the invalidation scan after {@code delayMs}, then again after the interval, or after
-   * {@value #SCAN_DUTY_FACTOR} times the scan's own duration if that is longer: with very many
-   * registered slots the scan then takes at most ~10% of one core instead of running back to back.
-   */
-  private synchronized void scheduleScan(
-      SegmentRegistry reg, DataNode dn, long delayMs, long intervalMs) {
-    if (stopped) {
-      return;
-    }
-    try {
-      control.schedule(
-          () -> {
-            long start = System.nanoTime();
-            invalidate(reg, dn);
-            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-            scheduleScan(reg, dn, Math.max(intervalMs, tookMs * SCAN_DUTY_FACTOR), intervalMs);
-          },
-          delayMs,
-          TimeUnit.MILLISECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
-      // stop() shut the control thread down
-    }
+  /** The replica and cache lookups of the DataNode's dataset, or null while it has none. */
+  private static SegmentRegistry.ReplicaLookup replicaLookup(DataNode dn) {
+    FsDatasetSpi<?> ds = dn.getFSDataset();
+    return ds == null ? null : new DatasetLookup(ds);
   }
 
-  private void invalidate(SegmentRegistry reg, DataNode dn) {
-    FsDatasetSpi<?> ds = dn.getFSDataset();
-    if (ds == null) {
-      return;
+  /** The scan's view of the dataset: the replica map, and the block cache when it has one. */
+  private static final class DatasetLookup implements SegmentRegistry.ReplicaLookup {
+    private final FsDatasetSpi<?> ds;
+
+    DatasetLookup(FsDatasetSpi<?> ds) {
+      this.ds = ds;
     }
-    try {
-      int n = reg.invalidateStale(ds::getReplica);
-      if (n > 0) {
-        LOG.info("Invalidated {} short-circuit slots of deleted, moved or re-stamped replicas", n);
-      }
-    } catch (RuntimeException e) {
-      LOG.warn("scr shim invalidation scan failed; retrying next interval", e);
+
+    @Override
+    @SuppressWarnings("deprecation") // getReplica: the non-copying replica map lookup
+    public org.apache.hadoop.hdfs.server.datanode.Replica find(String bpid, long blockId) {
+      return ds.getReplica(bpid, blockId);
+    }
+
+    @Override
+    public boolean cachingEnabled() {
+      return ds.getCacheCapacity() > 0;
+    }
+
+    @Override
+    public boolean isCached(String bpid, long blockId) {
+      return ds.isCached(bpid, blockId);
     }
   }
 
@@ -232,6 +248,9 @@ public final class ScrShimPlugin implements ServicePlugin {
       }
       stopped = true;
       c = control;
+      if (scanner != null) {
+        scanner.stop();
+      }
       if (source != null) {
         source.unregister();
       }

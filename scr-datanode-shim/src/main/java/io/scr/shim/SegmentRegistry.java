@@ -3,8 +3,12 @@ package io.scr.shim;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.shm.InvalidSlotException;
 import io.scr.shm.Segment;
+import io.scr.shm.SharedMemoryFd;
 import io.scr.shm.ShmId;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -12,6 +16,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.hdfs.server.datanode.Replica;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The shim's segments and the slots clients registered in them, indexed by block for invalidation.
@@ -27,15 +33,22 @@ import org.apache.hadoop.hdfs.server.datanode.Replica;
  *   <li>Each {@link ShimSegment}'s registrations and its open/closed state are guarded by that
  *       segment's monitor. A slot word is only written under it, and never after the segment is
  *       closed (which unmaps it: touching it then would crash the JVM).
+ *   <li>A slot is registered and indexed under its segment's monitor, so a {@link #remove} of the
+ *       segment racing the registration always finds, and unindexes, the slot.
  *   <li>No method holds two segment monitors, and none calls out while holding one except into
  *       {@link ClientLimits} (its own short lock) and the concurrent map.
  * </ul>
  */
 final class SegmentRegistry {
+  private static final Logger LOG = LoggerFactory.getLogger(SegmentRegistry.class);
+  private static final ThrottledLog TRUNCATIONS = new ThrottledLog();
   private final ConcurrentHashMap<ShmId, ShimSegment> segments = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<BlockKey, SlotRef[]> byBlock = new ConcurrentHashMap<>();
   private final ClientLimits limits;
   private final ShimMetrics metrics;
+
+  /** Test seam: runs in {@link #register} once the segment's monitor is released. */
+  volatile Runnable afterRegister;
 
   SegmentRegistry(ClientLimits limits, ShimMetrics metrics) {
     this.limits = limits;
@@ -44,15 +57,74 @@ final class SegmentRegistry {
 
   /**
    * Adds a freshly mapped segment owned by client {@code pid}; returns null if its id is taken (the
-   * caller picks another id).
+   * caller picks another id). For a segment made from a sealed memfd, whose size cannot change.
    */
   ShimSegment add(Segment segment, int pid) {
-    ShimSegment s = new ShimSegment(segment, pid);
+    ShimSegment s = new ShimSegment(segment, pid, null);
     if (segments.putIfAbsent(segment.id(), s) != null) {
       return null;
     }
     metrics.liveSegments.increment();
     return s;
+  }
+
+  /**
+   * As {@link #add(Segment, int)} for the segment mapped from {@code fd}. An unsealed fd (a deleted
+   * file in the fallback directory) can be truncated by the client that receives it, after which
+   * touching the mapping raises SIGBUS: the registry then keeps its own read-only descriptor of the
+   * file to check its size before every write to the segment (see {@link #truncated}).
+   *
+   * @throws IOException if the file cannot be reopened for the size check
+   */
+  ShimSegment add(Segment segment, int pid, SharedMemoryFd fd) throws IOException {
+    FileChannel sizeCheck = fd == null || fd.isMemfd() ? null : reopen(fd);
+    ShimSegment s = new ShimSegment(segment, pid, sizeCheck);
+    if (segments.putIfAbsent(segment.id(), s) != null) {
+      s.closeSizeCheck();
+      return null;
+    }
+    metrics.liveSegments.increment();
+    return s;
+  }
+
+  /** A new read-only open file description of {@code fd}'s file, which may already be unlinked. */
+  private static FileChannel reopen(SharedMemoryFd fd) throws IOException {
+    return FileChannel.open(Paths.get("/proc/self/fd/" + fd.fd()), StandardOpenOption.READ);
+  }
+
+  /**
+   * Whether {@code seg}'s file is shorter than its mapping (its client truncated it): then a write
+   * to the segment would fault. Checked under the segment's monitor before each write; what stays
+   * is the window between this check and the write, where the fault becomes an {@code
+   * InternalError} that the request, the scan and {@link #remove} each contain.
+   */
+  @GuardedBy("seg")
+  private static boolean truncated(ShimSegment seg) {
+    if (seg.sizeCheck == null) {
+      return false; // a sealed memfd: F_SEAL_SHRINK
+    }
+    try {
+      return seg.sizeCheck.size() < seg.segment.length();
+    } catch (IOException e) {
+      return true; // cannot tell: do not touch it
+    }
+  }
+
+  /**
+   * Drops a segment found truncated: closes it without touching its slots and forgets it, as if its
+   * connection had closed. Its client's later requests naming it find no such segment.
+   */
+  private void dropTruncated(ShimSegment seg, List<SlotRef> dropped) {
+    metrics.reject(ShimMetrics.Rejection.TRUNCATED_SEGMENT);
+    TRUNCATIONS.warn(
+        LOG,
+        "Client "
+            + PeerIdentity.describe(seg.ownerPid)
+            + " truncated shared memory segment "
+            + seg.segment.id()
+            + " (a deleted file in the fallback directory, which cannot be sealed); the segment"
+            + " is dropped without touching it and the client's slots in it are forgotten");
+    forget(seg, dropped);
   }
 
   /**
@@ -80,6 +152,17 @@ final class SegmentRegistry {
       ShimSegment seg, int index, BlockKey key, Replica replica, long gs, boolean anchorable)
       throws SlotRequestException {
     SlotRef ref;
+    List<SlotRef> dropped;
+    synchronized (seg) {
+      if (seg.closed) {
+        throw new SlotRequestException(noSuchSegment(seg.segment.id()));
+      }
+      dropped = truncated(seg) ? closeLocked(seg, false) : null;
+    }
+    if (dropped != null) {
+      dropTruncated(seg, dropped);
+      throw new SlotRequestException(noSuchSegment(seg.segment.id()) + " (it was truncated)");
+    }
     synchronized (seg) {
       if (seg.closed) {
         throw new SlotRequestException(noSuchSegment(seg.segment.id()));
@@ -99,11 +182,18 @@ final class SegmentRegistry {
         limits.removeSlots(seg.ownerPid, 1);
         throw e;
       }
-      ref = new SlotRef(seg, index, key, replica, gs);
-      seg.refs.put(index, ref);
+      SlotRef r = new SlotRef(seg, index, key, replica, gs);
+      seg.refs.put(index, r);
       metrics.liveSlots.increment();
+      // Indexed under the segment's monitor: indexed after it, a remove() of the segment in
+      // between found nothing to unindex and left the entry (and the closed segment) behind.
+      byBlock.compute(key, (k, refs) -> with(refs, r));
+      ref = r;
     }
-    byBlock.compute(key, (k, refs) -> with(refs, ref));
+    Runnable hook = afterRegister;
+    if (hook != null) {
+      hook.run();
+    }
     return ref;
   }
 
@@ -113,6 +203,17 @@ final class SegmentRegistry {
    */
   void unregister(ShimSegment seg, int index) throws SlotRequestException {
     SlotRef ref;
+    List<SlotRef> dropped;
+    synchronized (seg) {
+      if (seg.closed) {
+        throw new SlotRequestException(noSuchSegment(seg.segment.id()));
+      }
+      dropped = truncated(seg) ? closeLocked(seg, false) : null;
+    }
+    if (dropped != null) {
+      dropTruncated(seg, dropped);
+      throw new SlotRequestException(noSuchSegment(seg.segment.id()) + " (it was truncated)");
+    }
     synchronized (seg) {
       if (seg.closed) {
         throw new SlotRequestException(noSuchSegment(seg.segment.id()));
@@ -132,21 +233,56 @@ final class SegmentRegistry {
   }
 
   /**
-   * Drops a segment whose client connection closed: clears VALID on every slot, forgets them, and
-   * unmaps the segment. Idempotent.
+   * Drops a segment whose client connection closed: clears VALID on its registered slots (only
+   * those, as stock does: the others are the client's own business), forgets them, and unmaps the
+   * segment. A truncated segment is dropped without touching it. Idempotent.
    */
   void remove(ShimSegment seg) {
     List<SlotRef> dropped;
+    boolean wasTruncated;
     synchronized (seg) {
       if (seg.closed) {
         return;
       }
-      seg.closed = true;
-      seg.segment.invalidateAll();
-      dropped = new ArrayList<>(seg.refs.values());
-      seg.refs.clear();
-      seg.segment.close();
+      wasTruncated = truncated(seg);
+      dropped = closeLocked(seg, !wasTruncated);
     }
+    if (wasTruncated) {
+      dropTruncated(seg, dropped);
+    } else {
+      forget(seg, dropped);
+    }
+  }
+
+  /**
+   * Closes {@code seg} (its pages become private zero pages, so nothing can fault on it afterwards)
+   * and returns the slots it had registered; clears their VALID bits first if {@code touch}.
+   */
+  @GuardedBy("seg")
+  private List<SlotRef> closeLocked(ShimSegment seg, boolean touch) {
+    seg.closed = true;
+    List<SlotRef> dropped = new ArrayList<>(seg.refs.values());
+    seg.refs.clear();
+    try {
+      if (touch) {
+        for (SlotRef ref : dropped) {
+          seg.segment.slot(ref.index).makeInvalid();
+        }
+      }
+    } catch (Throwable t) {
+      // An InternalError: the client truncated the file between the size check and a store. The
+      // segment must still be closed and uncounted below.
+      metrics.reject(ShimMetrics.Rejection.TRUNCATED_SEGMENT);
+      TRUNCATIONS.warn(LOG, "Segment " + seg.segment.id() + " faulted on close: " + t);
+    } finally {
+      seg.segment.close();
+      seg.closeSizeCheck();
+    }
+    return dropped;
+  }
+
+  /** The bookkeeping of a segment {@link #closeLocked} closed; called without its monitor. */
+  private void forget(ShimSegment seg, List<SlotRef> dropped) {
     segments.remove(seg.segment.id(), seg);
     limits.removeSlots(seg.ownerPid, dropped.size());
     limits.removeSegment(seg.ownerPid);
@@ -161,36 +297,94 @@ final class SegmentRegistry {
    * One invalidation scan: for every block with registered slots, looks the replica up once and
    * clears VALID on each slot whose replica is gone, was replaced or moved (a different replica
    * object), or changed generation stamp. Invalidated slots stay registered (the client still
-   * releases them, as with stock) but are no longer watched.
+   * releases them, as with stock) but are no longer watched. When the DataNode caches blocks, the
+   * valid slots' ANCHORABLE bit is made to follow whether the block is cached (one lookup per
+   * block).
    *
    * @return the number of slots invalidated
    */
   int invalidateStale(ReplicaLookup lookup) {
     int[] invalidated = {0};
+    List<ShimSegment> truncatedSegments = new ArrayList<>();
+    boolean caching = lookup.cachingEnabled();
     byBlock.forEach(
         (key, refs) -> {
           Replica current = lookup.find(key.bpid, key.blockId);
+          int cached = UNKNOWN;
           for (SlotRef ref : refs) {
             if (current != null
                 && current == ref.replica
                 && current.getGenerationStamp() == ref.generationStamp) {
+              if (caching) {
+                if (cached == UNKNOWN) {
+                  cached = lookup.isCached(key.bpid, key.blockId) ? 1 : 0;
+                }
+                followCache(ref, cached == 1, truncatedSegments);
+              }
               continue;
             }
-            if (invalidate(ref)) {
+            if (invalidate(ref, truncatedSegments)) {
               invalidated[0]++;
             }
             unindex(ref);
           }
         });
+    for (ShimSegment seg : truncatedSegments) {
+      List<SlotRef> dropped;
+      synchronized (seg) {
+        if (seg.closed) {
+          continue;
+        }
+        dropped = closeLocked(seg, false);
+      }
+      dropTruncated(seg, dropped);
+    }
     metrics.invalidationScans.increment();
     metrics.slotsInvalidated.add(invalidated[0]);
     return invalidated[0];
   }
 
-  private static boolean invalidate(SlotRef ref) {
+  private static final int UNKNOWN = -1;
+
+  /**
+   * Sets or clears ANCHORABLE on {@code ref}'s slot to follow the DataNode's cache, as stock's
+   * {@code ShortCircuitRegistry.processBlockMlockEvent} / {@code processBlockMunlockRequest} do: a
+   * client skips checksum verification only while it holds an anchor, and may take one only while
+   * the slot is ANCHORABLE, so an uncached (no longer mlocked and verified) replica must not stay
+   * anchorable. Stock clears it before the munlock and defers the munlock while a client still
+   * holds an anchor; the shim is not told of the munlock and clears it within one scan after.
+   */
+  private static void followCache(
+      SlotRef ref, boolean cached, List<ShimSegment> truncatedSegments) {
     ShimSegment seg = ref.segment;
     synchronized (seg) {
       if (seg.closed || seg.refs.get(ref.index) != ref) {
+        return;
+      }
+      if (truncated(seg)) {
+        truncatedSegments.add(seg);
+        return;
+      }
+      io.scr.shm.Slot slot = seg.segment.slot(ref.index);
+      if (slot.isAnchorable() != cached) {
+        if (cached) {
+          slot.makeAnchorable();
+        } else {
+          slot.makeUnanchorable();
+        }
+      }
+    }
+  }
+
+  /** Clears VALID on {@code ref}'s slot; adds its segment to {@code truncated} if it was. */
+  private static boolean invalidate(SlotRef ref, List<ShimSegment> truncatedSegments) {
+    ShimSegment seg = ref.segment;
+    synchronized (seg) {
+      if (seg.closed || seg.refs.get(ref.index) != ref) {
+        return false;
+      }
+      if (truncated(seg)) {
+        truncatedSegments.add(seg); // dropped after the walk; the other segments are scanned on
         return false;
       }
       seg.segment.slot(ref.index).makeInvalid();
@@ -256,10 +450,26 @@ final class SegmentRegistry {
     }
   }
 
-  /** Finds the replica the DataNode currently has for a block; null when it has none. */
+  /**
+   * Finds the replica the DataNode currently has for a block (null when it has none) and, when the
+   * DataNode caches blocks (HDFS centralized cache, mlock), whether a block is cached.
+   */
   @FunctionalInterface
   interface ReplicaLookup {
     Replica find(String bpid, long blockId);
+
+    /**
+     * Whether the DataNode can cache blocks at all ({@code dfs.datanode.max.locked.memory} > 0);
+     * when not, the scan asks {@link #isCached} nothing.
+     */
+    default boolean cachingEnabled() {
+      return false;
+    }
+
+    /** Whether the block is cached (mlocked and verified) now. */
+    default boolean isCached(String bpid, long blockId) {
+      return false;
+    }
   }
 
   /** A block pool and block id: the key slots are registered under (no generation stamp). */
@@ -314,15 +524,36 @@ final class SegmentRegistry {
     final Segment segment;
     final int ownerPid;
 
+    /** The file's own descriptor for size checks; null for a sealed memfd (cannot shrink). */
+    @GuardedBy("this")
+    private FileChannel sizeCheck;
+
     @GuardedBy("this")
     final Map<Integer, SlotRef> refs = new java.util.HashMap<>();
 
     @GuardedBy("this")
     boolean closed;
 
-    ShimSegment(Segment segment, int ownerPid) {
+    ShimSegment(Segment segment, int ownerPid, FileChannel sizeCheck) {
       this.segment = segment;
       this.ownerPid = ownerPid;
+      this.sizeCheck = sizeCheck;
+    }
+
+    synchronized void closeSizeCheck() {
+      if (sizeCheck != null) {
+        try {
+          sizeCheck.close();
+        } catch (IOException e) {
+          LOG.debug("Could not close the size check of segment {}", segment.id(), e);
+        }
+        sizeCheck = null;
+      }
+    }
+
+    /** Whether the shim checks this segment's size before writing to it (an unsealed file). */
+    synchronized boolean sizeChecked() {
+      return sizeCheck != null;
     }
 
     /** The registered slot at {@code index}, or null; for tests. */

@@ -9,6 +9,10 @@ final class ShimConfig {
   final String socketPathTemplate;
   final int backlog;
   final boolean skipPathValidation;
+
+  /** The test-only trusted directory, or null. */
+  final Path trustedSocketDir;
+
   final int ioThreads;
   final int workerThreads;
   final int workerQueue;
@@ -19,16 +23,26 @@ final class ShimConfig {
   final int clientMaxConnections;
   final int clientMaxSegments;
   final int clientMaxSlots;
+  final int uidMaxConnections;
+  final int uidMaxSegments;
+  final int uidMaxSlots;
+  final int maxConnections;
+  final long requestTimeoutMs;
+  final int clientMaxPendingFds;
+  final int uidMaxPendingFds;
+  final int maxPendingFds;
+  final long clientMaxPendingReplyBytes;
   final long invalidationIntervalMs;
   final boolean useMemfd;
   final Path shmDir;
   final boolean extensionsEnabled;
-  final boolean blockTokensEnabled;
 
   private ShimConfig(Configuration c) {
     socketPathTemplate = string(c, ScrShimKeys.SOCKET_PATH);
     backlog = positiveInt(c, ScrShimKeys.SOCKET_BACKLOG);
     skipPathValidation = bool(c, ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY);
+    String trusted = string(c, ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY);
+    trustedSocketDir = trusted.isEmpty() ? null : Paths.get(trusted).toAbsolutePath();
     ioThreads = positiveInt(c, ScrShimKeys.IO_THREADS);
     workerThreads = positiveInt(c, ScrShimKeys.WORKER_THREADS);
     workerQueue = positiveInt(c, ScrShimKeys.WORKER_QUEUE);
@@ -39,12 +53,19 @@ final class ShimConfig {
     clientMaxConnections = positiveInt(c, ScrShimKeys.CLIENT_MAX_CONNECTIONS);
     clientMaxSegments = positiveInt(c, ScrShimKeys.CLIENT_MAX_SEGMENTS);
     clientMaxSlots = positiveInt(c, ScrShimKeys.CLIENT_MAX_SLOTS);
+    uidMaxConnections = positiveInt(c, ScrShimKeys.UID_MAX_CONNECTIONS);
+    uidMaxSegments = positiveInt(c, ScrShimKeys.UID_MAX_SEGMENTS);
+    uidMaxSlots = positiveInt(c, ScrShimKeys.UID_MAX_SLOTS);
+    maxConnections = positiveInt(c, ScrShimKeys.MAX_CONNECTIONS);
+    requestTimeoutMs = positiveLong(c, ScrShimKeys.REQUEST_TIMEOUT_MS);
+    clientMaxPendingFds = positiveInt(c, ScrShimKeys.CLIENT_MAX_PENDING_FDS);
+    uidMaxPendingFds = positiveInt(c, ScrShimKeys.UID_MAX_PENDING_FDS);
+    maxPendingFds = positiveInt(c, ScrShimKeys.MAX_PENDING_FDS);
+    clientMaxPendingReplyBytes = positiveLong(c, ScrShimKeys.CLIENT_MAX_PENDING_REPLY_BYTES);
     invalidationIntervalMs = positiveLong(c, ScrShimKeys.INVALIDATION_INTERVAL_MS);
     useMemfd = bool(c, ScrShimKeys.SHM_USE_MEMFD);
     shmDir = Paths.get(string(c, ScrShimKeys.SHM_DIR));
     extensionsEnabled = bool(c, ScrShimKeys.EXTENSIONS_ENABLED);
-    // The DataNode's own switch (DataXceiver gates on the same key through isBlockTokenEnabled).
-    blockTokensEnabled = c.getBoolean("dfs.block.access.token.enable", false);
   }
 
   static ShimConfig from(Configuration conf) {

@@ -33,6 +33,8 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
   private static final ThrottledLog WORKER_FAILURES = new ThrottledLog();
   private static final ThrottledLog WRITE_TIMEOUTS = new ThrottledLog();
+  private static final ThrottledLog REFUSED_AT_ACCEPT = new ThrottledLog();
+  private static final ThrottledLog REQUEST_TIMEOUTS = new ThrottledLog();
   private static final AtomicBoolean NO_CREDENTIALS_LOGGED = new AtomicBoolean();
   private static final AtomicBoolean PID_NAMESPACE_LOGGED = new AtomicBoolean();
   static final int DATA_TRANSFER_VERSION = 28;
@@ -56,6 +58,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final int maxRequestBytes;
   private final long receiptTimeoutMs;
   private final long writeTimeoutMs;
+  private final long requestTimeoutMs;
 
   private final PeerIdentity.Lookup peers;
 
@@ -66,6 +69,13 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private int client;
 
   private boolean counted;
+
+  /** Whether the shim-wide connection count includes this connection. */
+  private boolean accepted;
+
+  /** Closes a connection whose request does not arrive in full in time; null when not armed. */
+  private ScheduledFuture<?> requestTimer;
+
   private String overLimit;
   private ShimSegment segment;
   private Reply awaiting;
@@ -103,11 +113,22 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     this.maxRequestBytes = config.maxRequestBytes;
     this.receiptTimeoutMs = config.receiptTimeoutMs;
     this.writeTimeoutMs = config.writeTimeoutMs;
+    this.requestTimeoutMs = config.requestTimeoutMs;
   }
 
   @Override
   public void channelActive(ChannelHandlerContext ctx) throws Exception {
     metrics.liveConnections.increment();
+    String full = limits.acceptConnection();
+    if (full != null) {
+      // As stock refuses a connection over dfs.datanode.max.transfer.threads: at once, unread.
+      metrics.reject(ShimMetrics.Rejection.MAX_CONNECTIONS);
+      REFUSED_AT_ACCEPT.warn(LOG, "Refused a scr shim connection: " + full);
+      state = State.CLOSED;
+      ctx.close();
+      return;
+    }
+    accepted = true;
     PeerIdentity peer;
     try {
       peer = peers.of(ctx.channel());
@@ -136,10 +157,13 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
               + " once.",
           peer);
     }
-    overLimit = limits.openConnection(client);
+    overLimit = limits.openConnection(client, peer.uid);
     counted = overLimit == null;
     if (!counted) {
       metrics.reject(ShimMetrics.Rejection.CLIENT_CONNECTIONS);
+      // It gets its refusal with its first request, but must send that soon: it counts toward
+      // scr.shim.max.connections only, and must not hold a place there for the 60 s idle close.
+      armRequestTimer(ctx);
     }
     super.channelActive(ctx);
   }
@@ -149,7 +173,12 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     State was = state;
     state = State.CLOSED;
     metrics.liveConnections.decrement();
+    if (accepted) {
+      limits.releaseAccepted();
+      accepted = false;
+    }
     stopWriteTimer();
+    stopRequestTimer();
     if (counted) {
       limits.closeConnection(client);
       counted = false;
@@ -218,6 +247,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     int start = in.readerIndex();
     int avail = in.readableBytes();
     if (avail < 2) {
+      armRequestTimer(ctx);
       return false;
     }
     int version = in.getShort(start);
@@ -227,6 +257,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       return false;
     }
     if (avail < 3) {
+      armRequestTimer(ctx);
       return false;
     }
     int op = in.getUnsignedByte(start + 2);
@@ -240,6 +271,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     int shift = 0;
     while (true) {
       if (pos >= start + avail) {
+        armRequestTimer(ctx);
         return false; // varint incomplete
       }
       int b = in.getUnsignedByte(pos++);
@@ -260,6 +292,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     int headerLength = pos - start;
     if (avail < headerLength + length) {
+      armRequestTimer(ctx); // a frame begun must be complete within scr.shim.request.timeout.ms
       return false;
     }
     byte[] body = new byte[(int) length];
@@ -283,6 +316,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   }
 
   private void dispatch(ChannelHandlerContext ctx, int op, byte[] body) {
+    stopRequestTimer();
     state = State.BUSY;
     ctx.channel().config().setAutoRead(false);
     if (overLimit != null) {
@@ -345,6 +379,22 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     // The BUSY state's deadline: a client that stops reading must not keep this reply, its fds
     // and the connection forever (idle closes apply only in READY).
+    int replyBytes = r.bytes.length;
+    if (!limits.reserveReplyBytes(client, replyBytes)) {
+      // This client already has scr.shim.client.max.pending.reply.bytes unread on other
+      // connections: it is not reading, so this reply would only pin more of the heap.
+      metrics.reject(ShimMetrics.Rejection.PENDING_REPLY_BYTES);
+      WRITE_TIMEOUTS.warn(
+          LOG,
+          "Client pid "
+              + pid
+              + " has more than "
+              + ScrShimKeys.CLIENT_MAX_PENDING_REPLY_BYTES
+              + " of replies unread; closing this connection");
+      r.abandon(registry);
+      close(ctx);
+      return;
+    }
     writing = r;
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs);
     ByteBuf buf = Unpooled.wrappedBuffer(r.bytes);
@@ -355,6 +405,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
                     ctx,
                     r,
                     () -> {
+                      limits.releaseReplyBytes(client, replyBytes);
                       if (!f.isSuccess()) {
                         r.abandon(registry);
                         close(ctx);
@@ -430,6 +481,45 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
             + " ms; closing the connection and releasing the reply's fds and slots");
     r.abandon(registry);
     close(ctx);
+  }
+
+  /**
+   * Arms, once per request, the deadline for the request to arrive in full: without it a client
+   * sending one byte every minute kept a partial frame (and its buffer) alive, resetting the idle
+   * close with every byte.
+   */
+  private void armRequestTimer(ChannelHandlerContext ctx) {
+    if (requestTimer != null || state == State.CLOSED) {
+      return;
+    }
+    requestTimer =
+        ctx.executor()
+            .schedule(
+                () -> {
+                  requestTimer = null;
+                  if (state == State.READY) {
+                    metrics.reject(ShimMetrics.Rejection.REQUEST_TIMEOUT);
+                    REQUEST_TIMEOUTS.warn(
+                        LOG,
+                        "Client pid "
+                            + pid
+                            + " did not send a complete request within "
+                            + ScrShimKeys.REQUEST_TIMEOUT_MS
+                            + "="
+                            + requestTimeoutMs
+                            + " ms; closing the connection");
+                    close(ctx);
+                  }
+                },
+                requestTimeoutMs,
+                TimeUnit.MILLISECONDS);
+  }
+
+  private void stopRequestTimer() {
+    if (requestTimer != null) {
+      requestTimer.cancel(false);
+      requestTimer = null;
+    }
   }
 
   private void stopWriteTimer() {

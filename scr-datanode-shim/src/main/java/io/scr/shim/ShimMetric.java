@@ -33,11 +33,23 @@ public enum ShimMetric {
       "slots",
       "Slots whose VALID bit the invalidation scan cleared (replica deleted, moved, re-stamped)"),
   INVALIDATION_SCANS("InvalidationScans", Kind.COUNTER, "scans", "Invalidation scans run"),
+  INVALIDATION_SCAN_FAILURES(
+      "InvalidationScanFailures",
+      Kind.COUNTER,
+      "scans",
+      "Invalidation scans that failed (a Throwable); the next one runs at the interval regardless"),
   NON_FINALIZED_REPLICAS_SERVED(
       "NonFinalizedReplicasServed",
       Kind.COUNTER,
       "replicas",
       "Fd requests served for RBW/RUR replicas"),
+  SOCKET_PATH_CHECK_SKIPPED(
+      "SocketPathCheckSkipped",
+      Kind.GAUGE,
+      "flag",
+      "1 when the socket path security check skipped components"
+          + " (scr.shim.socket.path.validation.skip.test-only or"
+          + " scr.shim.socket.path.trusted.dir.test-only): alert on it"),
   REJECTIONS_TOTAL(
       "RejectionsTotal", Kind.COUNTER, "events", "Connections or requests refused, all reasons");
 

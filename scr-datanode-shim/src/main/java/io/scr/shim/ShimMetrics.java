@@ -54,7 +54,12 @@ final class ShimMetrics {
     ACCESS_TOKEN,
     NO_CREDENTIALS,
     WRITE_TIMEOUT,
-    INTERNAL_ERROR
+    INTERNAL_ERROR,
+    TRUNCATED_SEGMENT,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
+    PENDING_FDS,
+    PENDING_REPLY_BYTES
   }
 
   private static final int STATUSES = 16;
@@ -68,7 +73,11 @@ final class ShimMetrics {
   final LongAdder liveConnections = new LongAdder();
   final LongAdder slotsInvalidated = new LongAdder();
   final LongAdder invalidationScans = new LongAdder();
+  final LongAdder invalidationScanFailures = new LongAdder();
   final LongAdder nonFinalizedReplicasServed = new LongAdder();
+
+  /** Whether the socket path check was skipped (the test-only key): never true in production. */
+  volatile boolean socketPathCheckSkipped;
 
   ShimMetrics() {
     for (int op = 0; op < requests.length; op++) {
@@ -143,7 +152,9 @@ final class ShimMetrics {
     out.put("live.connections", liveConnections.sum());
     out.put("slots_invalidated", slotsInvalidated.sum());
     out.put("invalidation_scans", invalidationScans.sum());
+    out.put("invalidation_scan_failures", invalidationScanFailures.sum());
     out.put("non_finalized_replicas_served", nonFinalizedReplicasServed.sum());
+    out.put("socket_path_check_skipped", socketPathCheckSkipped ? 1L : 0L);
     return out;
   }
 

@@ -99,7 +99,11 @@ final class ShimMetricsSource implements MetricsSource {
     rb.addCounter(ShimMetric.SLOTS_INVALIDATED.info(), metrics.slotsInvalidated.sum());
     rb.addCounter(ShimMetric.INVALIDATION_SCANS.info(), metrics.invalidationScans.sum());
     rb.addCounter(
+        ShimMetric.INVALIDATION_SCAN_FAILURES.info(), metrics.invalidationScanFailures.sum());
+    rb.addCounter(
         ShimMetric.NON_FINALIZED_REPLICAS_SERVED.info(), metrics.nonFinalizedReplicasServed.sum());
+    rb.addGauge(
+        ShimMetric.SOCKET_PATH_CHECK_SKIPPED.info(), metrics.socketPathCheckSkipped ? 1 : 0);
     for (ShimMetrics.OpKind op : ShimMetrics.OpKind.values()) {
       for (Status s : ShimMetric.STATUSES) {
         rb.addCounter(ShimMetric.requests(op, s), metrics.requests(op, s));

@@ -136,6 +136,16 @@ final class ShortCircuitService {
     default boolean blockPoolReady(String bpid) {
       return true;
     }
+
+    /**
+     * Whether block tokens are enforced for pool {@code bpid}: stock decides by the keys its
+     * NameNode exported at registration ({@code ExportedBlockKeys.isBlockTokenEnabled}, which sets
+     * the DataNode's {@code isBlockTokenEnabled}), not by the DataNode's own {@code
+     * dfs.block.access.token.enable}. True (enforce) unless told otherwise.
+     */
+    default boolean blockTokensEnabled(String bpid) {
+      return true;
+    }
   }
 
   /** Handles one decoded request from client {@code pid}. Never throws. */
@@ -244,6 +254,7 @@ final class ShortCircuitService {
     if (grant.data != null) {
       r.streams.add(grant.data);
       r.streams.add(grant.meta);
+      r.fdReleases.add(grant.releaseFds);
       boolean receipt = req.getSupportsReceiptVerification();
       r.dataByte =
           (byte)
@@ -264,12 +275,27 @@ final class ShortCircuitService {
     FileInputStream meta;
     boolean accessTokenFailure;
     Runnable undo;
+
+    /** Gives back the reservation of {@link #data} and {@link #meta} (ClientLimits.reserveFds). */
+    Runnable releaseFds;
   }
 
   private FdGrant grant(OpRequestShortCircuitAccessProto req, int pid) {
     FdGrant g = new FdGrant();
     ExtendedBlock blk = PBHelperClient.convert(req.getHeader().getBlock());
     g.block = blk;
+    if (!dataset.blockPoolReady(blk.getBlockPoolId())) {
+      // Stock waits for the block pool (checkAndWaitForBP, before the token check) and then
+      // answers this. A worker thread must not wait, and "No data exists" would tell the client
+      // the replica is not here, which it remembers (not asking this DataNode again for that block
+      // for a while).
+      g.response =
+          BlockOpResponseProto.newBuilder()
+              .setStatus(Status.ERROR)
+              .setMessage("Not ready to serve the block pool, " + blk.getBlockPoolId() + ".")
+              .build();
+      return g;
+    }
     String tokenProblem = checkToken(req, blk);
     if (tokenProblem != null) {
       metrics.reject(ShimMetrics.Rejection.ACCESS_TOKEN);
@@ -295,17 +321,16 @@ final class ShortCircuitService {
               .build();
       return g;
     }
-    if (!dataset.blockPoolReady(blk.getBlockPoolId())) {
-      // Stock waits for the block pool (checkAndWaitForBP) and then answers this. A worker thread
-      // must not wait, and "No data exists" would tell the client the replica is not here, which
-      // it remembers (not asking this DataNode again for that block for a while).
+    String tooManyFds = limits.reserveFds(pid, 2);
+    if (tooManyFds != null) {
+      // ERROR, not ERROR_UNSUPPORTED: the client reads this block the stock way and asks again
+      // for the next one, by when its earlier replies may have been read.
+      metrics.reject(ShimMetrics.Rejection.PENDING_FDS);
       g.response =
-          BlockOpResponseProto.newBuilder()
-              .setStatus(Status.ERROR)
-              .setMessage("Not ready to serve the block pool, " + blk.getBlockPoolId() + ".")
-              .build();
+          BlockOpResponseProto.newBuilder().setStatus(Status.ERROR).setMessage(tooManyFds).build();
       return g;
     }
+    boolean reserved = true;
     FileInputStream data = null;
     FileInputStream meta = null;
     SlotRef registered = null;
@@ -342,6 +367,8 @@ final class ShortCircuitService {
               .build();
       g.data = data;
       g.meta = meta;
+      g.releaseFds = () -> limits.releaseFds(pid, 2);
+      reserved = false; // the reply owns the fds and their reservation now
       data = null;
       meta = null;
       SlotRef ref = registered;
@@ -375,6 +402,9 @@ final class ShortCircuitService {
     } finally {
       closeQuietly(data);
       closeQuietly(meta);
+      if (reserved) {
+        limits.releaseFds(pid, 2);
+      }
       if (registered != null) {
         unregisterAfterFailure(registered);
       }
@@ -449,9 +479,13 @@ final class ShortCircuitService {
     }
   }
 
-  /** Null when the token is acceptable (or tokens are off), else why not. */
+  /**
+   * Null when the token is acceptable (or tokens are off for the block's pool), else why not. As
+   * stock's {@code DataXceiver.checkAccess}: a READ token for exactly this block of this pool,
+   * checked by the DataNode's {@code BlockPoolTokenSecretManager}.
+   */
   private String checkToken(OpRequestShortCircuitAccessProto req, ExtendedBlock blk) {
-    if (tokens == null) {
+    if (tokens == null || !dataset.blockTokensEnabled(blk.getBlockPoolId())) {
       return null;
     }
     Token<BlockTokenIdentifier> token = PBHelperClient.convert(req.getHeader().getToken());
@@ -530,7 +564,7 @@ final class ShortCircuitService {
           segment.close();
         }
         segment = Segment.map(newShmId(), fd.fd(), SHM_LENGTH);
-        seg = registry.add(segment, pid);
+        seg = registry.add(segment, pid, fd);
       }
       segment = null;
       added = seg;
@@ -653,6 +687,7 @@ final class ShortCircuitService {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     List<Runnable> undos = new ArrayList<>();
     List<FileInputStream> streams = new ArrayList<>();
+    List<Runnable> releases = new ArrayList<>();
     List<ExtendedBlock> granted = new ArrayList<>();
     boolean receipt = false;
     for (OpRequestShortCircuitAccessProto req : reqs) {
@@ -665,6 +700,7 @@ final class ShortCircuitService {
         granted.add(g.block);
         streams.add(g.data);
         streams.add(g.meta);
+        releases.add(g.releaseFds);
         receipt |= req.getSupportsReceiptVerification();
         if (g.undo != null) {
           undos.add(g.undo);
@@ -673,6 +709,7 @@ final class ShortCircuitService {
     }
     Reply r = new Reply(OpKind.EXT_BATCH_FDS, Status.SUCCESS, out.toByteArray(), start);
     r.streams.addAll(streams);
+    r.fdReleases.addAll(releases);
     if (!streams.isEmpty()) {
       r.dataByte = (byte) (receipt ? 1 : 0);
       r.awaitReceipt = receipt;

@@ -2,6 +2,7 @@ package io.scr.shim;
 
 import io.scr.core.doctor.SocketPathRules;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -21,9 +22,67 @@ final class SocketPathSecurity {
 
   private SocketPathSecurity() {}
 
-  /** The DataNode process's effective uid, as /proc/self shows it. */
+  /**
+   * The DataNode process's effective uid: the second field of the {@code Uid:} line of {@code
+   * /proc/self/status} (real, effective, saved, filesystem), readable whatever the process's
+   * dumpable state. Not the owner of {@code /proc/self}: for a non-dumpable process (a DataNode
+   * started by jsvc, which changes user after start) kernels before 4.11 report root as the owner
+   * of every {@code /proc/PID} entry, so the path check would have judged the directories against
+   * uid 0 instead of the DataNode user.
+   */
   static int effectiveUid() throws IOException {
-    return (Integer) Files.getAttribute(Paths.get("/proc/self"), "unix:uid");
+    return effectiveUid(
+        new String(Files.readAllBytes(Paths.get("/proc/self/status")), StandardCharsets.UTF_8));
+  }
+
+  /** The effective uid in the text of a {@code /proc/PID/status} file. */
+  static int effectiveUid(String status) throws IOException {
+    for (String line : status.split("\n", -1)) {
+      if (line.startsWith("Uid:")) {
+        String[] ids = line.substring(4).trim().split("\\s+");
+        if (ids.length >= 2) {
+          try {
+            return Integer.parseInt(ids[1]);
+          } catch (NumberFormatException e) {
+            throw new IOException("unreadable Uid line in /proc/self/status: " + line, e);
+          }
+        }
+        throw new IOException("unreadable Uid line in /proc/self/status: " + line);
+      }
+    }
+    throw new IOException("no Uid line in /proc/self/status");
+  }
+
+  /**
+   * Refuses {@code scr.shim.socket.path.validation.skip.test-only} on a secure (Kerberos) DataNode:
+   * there the socket is how clients trust that they talk to the DataNode, and a path anyone can
+   * write lets them be handed a forged replica. Stock has no such switch outside its tests.
+   *
+   * @param secure whether Hadoop security (Kerberos) is on ({@code
+   *     UserGroupInformation.isSecurityEnabled()})
+   */
+  static void checkSkipAllowed(boolean skip, boolean secure) throws InsecureSocketPathException {
+    checkSkipAllowed(skip, null, secure);
+  }
+
+  /** As {@link #checkSkipAllowed(boolean, boolean)}, also for the test-only trusted directory. */
+  static void checkSkipAllowed(boolean skip, Path trustedDir, boolean secure)
+      throws InsecureSocketPathException {
+    if (trustedDir != null && secure) {
+      throw new InsecureSocketPathException(
+          ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY
+              + "="
+              + trustedDir
+              + " is refused on a secure (Kerberos) DataNode: remove the key and put the socket"
+              + " in a directory only root and the DataNode user can write");
+    }
+    if (skip && secure) {
+      throw new InsecureSocketPathException(
+          ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY
+              + "=true is refused on a secure (Kerberos) DataNode: the socket path check is what"
+              + " keeps other local users from replacing the socket. Remove the key and put the"
+              + " socket in a directory only root and the DataNode user can write");
+    }
   }
 
   /**
@@ -33,7 +92,15 @@ final class SocketPathSecurity {
    * @param uid the DataNode's effective uid
    */
   static void check(Path socketPath, int uid) throws IOException {
-    List<String> problems = SocketPathRules.violations(socketPath, uid);
+    check(socketPath, uid, null);
+  }
+
+  /**
+   * As {@link #check(Path, int)}, not judging {@code trustedDir} and its ancestors (null: every
+   * component is judged).
+   */
+  static void check(Path socketPath, int uid, Path trustedDir) throws IOException {
+    List<String> problems = SocketPathRules.violations(socketPath, uid, trustedDir);
     if (!problems.isEmpty()) {
       throw new InsecureSocketPathException(
           "the shim socket path "

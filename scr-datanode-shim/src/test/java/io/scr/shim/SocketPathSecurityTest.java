@@ -90,6 +90,43 @@ class SocketPathSecurityTest {
   }
 
   @Test
+  void theTestOnlySkipIsRefusedOnASecureDataNode() throws IOException {
+    SocketPathSecurity.InsecureSocketPathException refused =
+        assertThrows(
+            SocketPathSecurity.InsecureSocketPathException.class,
+            () -> SocketPathSecurity.checkSkipAllowed(true, true));
+    assertTrue(
+        refused.getMessage().contains(ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY.name()),
+        refused.getMessage());
+    SocketPathSecurity.checkSkipAllowed(true, false); // tests on an insecure mini cluster
+    SocketPathSecurity.checkSkipAllowed(false, true);
+  }
+
+  @Test
+  void aTrustedDirectoryIsRefusedOnASecureDataNodeAndSkipsOnlyItsOwnComponents()
+      throws IOException {
+    Path trusted = Files.createDirectory(tmp.resolve("trusted"));
+    Files.setPosixFilePermissions(trusted, PosixFilePermissions.fromString("rwxrwxrwx"));
+    assertThrows(
+        SocketPathSecurity.InsecureSocketPathException.class,
+        () -> SocketPathSecurity.checkSkipAllowed(false, trusted, true));
+    SocketPathSecurity.checkSkipAllowed(false, trusted, false);
+
+    int uid = SocketPathSecurity.effectiveUid();
+    Path own = Files.createDirectory(trusted.resolve("own"));
+    Files.setPosixFilePermissions(own, PosixFilePermissions.fromString("rwx------"));
+    // The world-writable trusted directory (and everything above) is not judged...
+    SocketPathSecurity.check(own.resolve("dn.sock"), uid, trusted);
+    // ...but a world-writable directory below it is.
+    Files.setPosixFilePermissions(own, PosixFilePermissions.fromString("rwxrwxrwx"));
+    SocketPathSecurity.InsecureSocketPathException refused =
+        assertThrows(
+            SocketPathSecurity.InsecureSocketPathException.class,
+            () -> SocketPathSecurity.check(own.resolve("dn.sock"), uid, trusted));
+    assertTrue(refused.getMessage().contains(own.toString()), refused.getMessage());
+  }
+
+  @Test
   void tooLongAndRelativePathsAreRefused() {
     assertThrows(
         IOException.class, () -> SocketPathSecurity.check(Paths.get("/" + "x".repeat(120)), 0));

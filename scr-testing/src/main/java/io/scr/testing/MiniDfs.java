@@ -55,6 +55,12 @@ public final class MiniDfs implements AutoCloseable {
   public static final String SHIM_SKIP_PATH_VALIDATION_KEY =
       "scr.shim.socket.path.validation.skip.test-only";
 
+  /**
+   * The shim's TEST-ONLY trusted directory: it and its ancestors are not judged by the socket path
+   * check, the directories below it are (set here to the parent of the socket directory).
+   */
+  public static final String SHIM_TRUSTED_DIR_KEY = "scr.shim.socket.path.trusted.dir.test-only";
+
   /** How long {@link DataNodeMode#SHIM} start-up waits for every DataNode's shim socket. */
   private static final long SHIM_SOCKET_WAIT_MS = 30_000;
 
@@ -123,7 +129,9 @@ public final class MiniDfs implements AutoCloseable {
       }
       c.set("dfs.datanode.plugins", SHIM_PLUGIN_CLASS);
       c.set(SHIM_SOCKET_PATH_KEY, shimSocketTemplate());
-      c.setBoolean(SHIM_SKIP_PATH_VALIDATION_KEY, true);
+      // The shim's socket path check runs, its own directory (0700, ours) included; only the
+      // shared temporary directory above it (world-writable /tmp on most machines) is trusted.
+      c.set(SHIM_TRUSTED_DIR_KEY, socketDir.getParent().toString());
       // dfs.domain.socket.path stays unset on the cluster: the DataNode must not bind a stock
       // socket next to the shim's.
     }
