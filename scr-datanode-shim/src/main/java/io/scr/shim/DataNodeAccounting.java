@@ -20,7 +20,9 @@ import org.slf4j.LoggerFactory;
  *   <li>the client-trace line {@code src: 127.0.0.1, dest: 127.0.0.1, op:
  *       REQUEST_SHORT_CIRCUIT_FDS, blockid: N, srvID: UUID, success: true|false} at INFO on the
  *       logger {@code org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace}, once per
- *       request that passed the token check.
+ *       request that passed the token check; likewise stock's lines for {@code
+ *       REQUEST_SHORT_CIRCUIT_SHM} (op 89) and {@code RELEASE_SHORT_CIRCUIT_FDS} (op 88), once per
+ *       request.
  * </ul>
  *
  * <p>Thread-safe: DataNodeMetrics' counters are thread-safe; this class holds no state of its own.
@@ -65,6 +67,47 @@ final class DataNodeAccounting {
       CLIENT_TRACE.info(
           String.format(TRACE_FORMAT, blk.getBlockId(), serverId(blk.getBlockPoolId()), success));
     }
+  }
+
+  /** Stock's op-89 trace formats ({@code DataXceiver.requestShortCircuitShm}), byte for byte. */
+  static final String SHM_TRACE_FORMAT =
+      "cliID: %s, src: 127.0.0.1, dest: 127.0.0.1, op: REQUEST_SHORT_CIRCUIT_SHM,"
+          + " shmId: %016x%016x, srvID: %s, success: true";
+
+  static final String SHM_FAILED_TRACE_FORMAT =
+      "cliID: %s, src: 127.0.0.1, dest: 127.0.0.1, op: REQUEST_SHORT_CIRCUIT_SHM,"
+          + " shmId: n/a, srvID: %s, success: false";
+
+  /** Stock's op-88 trace format ({@code DataXceiver.releaseShortCircuitFds}), byte for byte. */
+  static final String RELEASE_TRACE_FORMAT =
+      "src: 127.0.0.1, dest: 127.0.0.1, op: RELEASE_SHORT_CIRCUIT_FDS,"
+          + " shmId: %016x%016x, slotIdx: %d, srvID: %s, success: %b";
+
+  /**
+   * A shared-memory request ended: {@code shmId} (hi, lo) handed over, or null when it failed. As
+   * stock, one client-trace line per request.
+   */
+  void shmRequestDone(String clientName, long[] shmId, boolean success) {
+    if (dn == null || !CLIENT_TRACE.isInfoEnabled()) {
+      return;
+    }
+    String srvId = dn.getDatanodeUuid();
+    CLIENT_TRACE.info(
+        success && shmId != null
+            ? String.format(SHM_TRACE_FORMAT, clientName, shmId[0], shmId[1], srvId)
+            : String.format(SHM_FAILED_TRACE_FORMAT, clientName, srvId));
+  }
+
+  /**
+   * A slot release (op 88) was answered ({@code success}: the answer was written, whatever its
+   * status, as stock counts it). One client-trace line per release, as stock.
+   */
+  void slotReleaseDone(long shmHi, long shmLo, int slotIdx, boolean success) {
+    if (dn == null || !CLIENT_TRACE.isInfoEnabled()) {
+      return;
+    }
+    CLIENT_TRACE.info(
+        String.format(RELEASE_TRACE_FORMAT, shmHi, shmLo, slotIdx, dn.getDatanodeUuid(), success));
   }
 
   private DataNodeMetrics metrics() {

@@ -74,6 +74,13 @@ public final class ScrShimPlugin implements ServicePlugin {
   @GuardedBy("this")
   private boolean stopped;
 
+  /** Unlinks the socket at JVM exit (see {@link #socketRemovalHook}); null until serving. */
+  @GuardedBy("this")
+  private Runnable exitHook;
+
+  /** Priority among Hadoop's shutdown hooks: after the DataNode's own (default 10) have run. */
+  static final int EXIT_HOOK_PRIORITY = 5;
+
   private volatile Throwable failure;
 
   /** Called by the DataNode; {@code service} is the {@code DataNode}. */
@@ -190,6 +197,9 @@ public final class ScrShimPlugin implements ServicePlugin {
       ShimServer s = new ShimServer(socketPath, config, service, registry, limits, metrics);
       s.start();
       server = s;
+      exitHook = socketRemovalHook(s.socketPath());
+      org.apache.hadoop.util.ShutdownHookManager.get()
+          .addShutdownHook(exitHook, EXIT_HOOK_PRIORITY);
       LOG.info("scr shim segments: {}", segments.mechanism());
       ClientLimits lim = limits;
       source =
@@ -258,6 +268,10 @@ public final class ScrShimPlugin implements ServicePlugin {
         server.close();
         server = null;
       }
+      if (exitHook != null) {
+        org.apache.hadoop.util.ShutdownHookManager.get().removeShutdownHook(exitHook);
+        exitHook = null;
+      }
     }
     if (c != null) {
       c.shutdownNow();
@@ -268,6 +282,39 @@ public final class ScrShimPlugin implements ServicePlugin {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+    }
+  }
+
+  /**
+   * A DataNode stopped by a signal (SIGTERM from {@code hdfs --daemon stop}, systemd, a container
+   * runtime) exits without calling its plugins' {@code stop()}: this hook, run by Hadoop's {@code
+   * ShutdownHookManager} at JVM exit, unlinks the socket file the shim bound, so clients meet "no
+   * such socket" at once instead of a stale socket nobody accepts on. It removes the file only if
+   * it is still the one this shim bound (same file key): a new DataNode may already have bound its
+   * own at that path. Nothing else is worth doing at exit: fds and mappings die with the process.
+   */
+  static Runnable socketRemovalHook(Path socket) {
+    Object bound = fileKey(socket);
+    return () -> {
+      Object now = fileKey(socket);
+      if (bound != null && bound.equals(now)) {
+        try {
+          java.nio.file.Files.deleteIfExists(socket);
+          LOG.info("scr shim removed its socket {} at exit", socket);
+        } catch (IOException e) {
+          LOG.warn("scr shim could not remove its socket {} at exit: {}", socket, e.toString());
+        }
+      }
+    };
+  }
+
+  private static Object fileKey(Path p) {
+    try {
+      return java.nio.file.Files.readAttributes(
+              p, java.nio.file.attribute.BasicFileAttributes.class)
+          .fileKey();
+    } catch (IOException e) {
+      return null;
     }
   }
 

@@ -508,7 +508,13 @@ final class ShortCircuitService {
 
   private Reply releaseFds(ReleaseShortCircuitAccessRequestProto req, int pid, long start) {
     ReleaseShortCircuitAccessResponseProto resp = release(req, pid);
-    return reply(OpKind.RELEASE_FDS, resp.getStatus(), resp, start);
+    Reply r = reply(OpKind.RELEASE_FDS, resp.getStatus(), resp, start);
+    ShortCircuitShmSlotProto slot = req.getSlotId();
+    r.onDone =
+        ok ->
+            accounting.slotReleaseDone(
+                slot.getShmId().getHi(), slot.getShmId().getLo(), slot.getSlotIdx(), ok);
+    return r;
   }
 
   private ReleaseShortCircuitAccessResponseProto release(
@@ -538,6 +544,16 @@ final class ShortCircuitService {
   // ---- op 89 ---------------------------------------------------------------------------------
 
   private Reply requestShm(ShortCircuitShmRequestProto req, int pid, long start) {
+    Reply r = createShm(req, pid, start);
+    if (r.onDone == null) {
+      // Refused before a segment existed: stock's "shmId: n/a, success: false" line.
+      String client = req.getClientName();
+      r.onDone = ok -> accounting.shmRequestDone(client, null, false);
+    }
+    return r;
+  }
+
+  private Reply createShm(ShortCircuitShmRequestProto req, int pid, long start) {
     if (!ShmSupport.isAvailable()) {
       return shmError(
           Status.ERROR_UNSUPPORTED,
@@ -582,6 +598,9 @@ final class ShortCircuitService {
       r.shmFd = fd;
       r.dataByte = 0;
       r.newSegment = seg;
+      String client = req.getClientName();
+      long[] shm = {id.hi(), id.lo()};
+      r.onDone = ok -> accounting.shmRequestDone(client, ok ? shm : null, ok);
       fd = null;
       added = null;
       counted = false;

@@ -164,6 +164,7 @@ class ShimMetricsClusterTest {
     LogCapturer traces = LogCapturer.captureLogs(DataNodeAccounting.CLIENT_TRACE);
     Map<String, Number> before = collect(source);
     long pathInfoBefore = blocksGetLocalPathInfo(dn);
+    long[] shmIdSeen = new long[2];
     Map<String, Number> after;
     try (RawPeer shmPeer = new RawPeer(socket)) {
       // op 89: one segment, one fd.
@@ -173,6 +174,8 @@ class ShimMetricsClusterTest {
       FileInputStream[] shmFd = new FileInputStream[1];
       shmPeer.receiveFds(shmFd);
       ShmId id = ShmId.of(shm.getId().getHi(), shm.getId().getLo());
+      shmIdSeen[0] = id.hi();
+      shmIdSeen[1] = id.lo();
       ShortCircuitShm.ShmId stockId = new ShortCircuitShm.ShmId(id.hi(), id.lo());
       try (Segment seg = Segment.map(id, shmFd[0].getFD(), 8192)) {
         shmFd[0].close();
@@ -246,6 +249,30 @@ class ShimMetricsClusterTest {
     assertEquals(1, count(log, trace(dn, unknown, false)), log);
     assertEquals(2, count(log, trace(dn, b.getBlock(), true)), log);
     assertEquals(1, count(log, trace(dn, b.getBlock(), false)), log);
+    // Stock's lines for the segment request and the release too, byte for byte.
+    assertEquals(
+        1,
+        count(
+            log,
+            String.format(
+                DataNodeAccounting.SHM_TRACE_FORMAT,
+                "metrics-test",
+                shmIdSeen[0],
+                shmIdSeen[1],
+                dn.getDatanodeUuid())),
+        log);
+    assertEquals(
+        1,
+        count(
+            log,
+            String.format(
+                DataNodeAccounting.RELEASE_TRACE_FORMAT,
+                shmIdSeen[0],
+                shmIdSeen[1],
+                0,
+                dn.getDatanodeUuid(),
+                true)),
+        log);
 
     // The segment's connection closed: the gauges come back.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
