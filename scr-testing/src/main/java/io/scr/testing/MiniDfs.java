@@ -49,13 +49,6 @@ public final class MiniDfs implements AutoCloseable {
   public static final String SHIM_SOCKET_PATH_KEY = "scr.shim.socket.path";
 
   /**
-   * The shim's TEST-ONLY switch that skips its socket path security check, which rejects the
-   * world-writable temporary directories tests use (set here in {@link DataNodeMode#SHIM}).
-   */
-  public static final String SHIM_SKIP_PATH_VALIDATION_KEY =
-      "scr.shim.socket.path.validation.skip.test-only";
-
-  /**
    * The shim's TEST-ONLY trusted directory: it and its ancestors are not judged by the socket path
    * check, the directories below it are (set here to the parent of the socket directory).
    */

@@ -103,8 +103,9 @@ abstract class AbstractHBaseScrTest {
       // The shim serves short-circuit reads without libhadoop.
       conf.set("dfs.datanode.plugins", "io.scr.shim.ScrShimPlugin");
       conf.set("scr.shim.socket.path", socket);
-      // TEST ONLY: temporary directories fail the shim's socket path security check.
-      conf.setBoolean("scr.shim.socket.path.validation.skip.test-only", true);
+      // The socket directory (created 0700 by this user, the DataNode's) is checked for real;
+      // only the shared temporary directory above it (world-writable /tmp) is trusted, TEST ONLY.
+      conf.set("scr.shim.socket.path.trusted.dir.test-only", socketDir.getParent().toString());
     } else {
       // A stock DataNode binds its socket only when short-circuit reads are on in ITS own
       // configuration, and needs libhadoop for it.
