@@ -1,6 +1,7 @@
 package io.scr.deploy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.deploy.DeployedHdfs.DataNode;
@@ -265,6 +266,26 @@ class DeploymentTest {
   @Order(8)
   void stockDataNodeKilledAndRestartedUnderReadingClients() throws Exception {
     killAndRestartUnderReadingClients(stock, STOCK_RESTART_FILE);
+  }
+
+  /**
+   * A DataNode stopped the way init systems stop it (SIGTERM) never calls its plugins' {@code
+   * stop()}; the shim's exit hook still unlinks its socket, so clients meet "no such socket" at
+   * once rather than a stale socket nobody accepts on (docs/shim.md). Last: the shim DataNode stays
+   * down.
+   */
+  @Test
+  @Order(9)
+  void shimDataNodeStoppedBySigtermRemovesItsSocket() throws Exception {
+    java.nio.file.Path socket = shim.socket();
+    assertTrue(java.nio.file.Files.exists(socket), "serving on " + socket);
+    shim.process.process.destroy(); // SIGTERM to the DataNode's JVM
+    assertTrue(
+        shim.process.process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS),
+        shim + " did not exit on SIGTERM");
+    assertFalse(
+        java.nio.file.Files.exists(socket),
+        socket + " left behind by a DataNode stopped with SIGTERM");
   }
 
   private static void killAndRestartUnderReadingClients(DataNode dn, String file) throws Exception {
