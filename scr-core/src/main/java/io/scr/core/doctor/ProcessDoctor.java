@@ -314,7 +314,8 @@ final class ProcessDoctor {
             + " configuration (socket-path, masked-keys)";
       case NOT_LOCAL:
         return "the DataNode's address is not one of this host's interfaces (containers, NAT):"
-            + " run the client in the host network or list the socket in scr.client.socket.paths";
+            + " run the client in the host network (the replica accessor also takes a socket"
+            + " listed in scr.client.socket.paths; ScrFileSystem needs a local address)";
       case BACKING_OFF:
       case CONNECT_FAILED:
       case IO_ERROR:
