@@ -15,9 +15,17 @@ import java.io.IOException;
  * <p><b>Thread-safety.</b> {@link #fdCost()} is read once, right after loading. {@link #isValid()}
  * is called from any thread, on every lease and during maintenance (under a stripe lock), so it
  * must be cheap, non-blocking and thread-safe; for a replica it is a read of the shared-memory
- * slot's VALID bit. The cache never calls it once {@link #close()} may have started: on a lease
- * only while holding that lease, during maintenance only on a linked, idle entry under its stripe
- * lock (an entry is unlinked under that lock before it is queued for closing).
+ * slot's VALID bit. On a lease the cache calls it only while holding that lease, so never once
+ * {@link #close()} may have started. During maintenance it calls it on a linked entry that was idle
+ * when looked at under its stripe lock, and that is <em>not</em> a guarantee that close has not
+ * started: a retirer sets RETIRED before it takes the stripe lock to unlink, and when the entry was
+ * leased at that moment the last lease's release queues the close at once, with no lock, while the
+ * node may still be linked. So a thread that leased, invalidated and released the entry in the
+ * instant between the maintenance thread's state check and its call can have the value closing (or
+ * closed) while {@code isValid()} runs. The answer is then ignored (the entry is already retired,
+ * so maintenance cannot retire it again), but the call must still be safe on a closed or closing
+ * value: no exception, no blocking, no crash (a replica's slot reads as zero, not VALID, once its
+ * segment is gone).
  */
 public interface CachedValue extends Closeable {
 

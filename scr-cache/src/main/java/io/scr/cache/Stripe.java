@@ -14,7 +14,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code prev}/{@code next}/{@code linked}), {@link #closed} and the buffer's read side. The lock
  * is held only for list bookkeeping: linking a loaded entry, replaying the buffer, picking an
  * eviction victim and retiring it. No loader, {@code close()} or predicate of the caller runs under
- * it; {@link CachedValue#isValid()} does, during maintenance.
+ * it; {@link CachedValue#isValid()} does, during maintenance, and may then meet a value whose close
+ * has been queued: an entry is <em>not</em> always unlinked before its close is queued (a retirer
+ * sets RETIRED before it takes this lock to unlink, and the last lease's release queues the close
+ * without any lock), so {@link #sweep} only acts on what {@link Node#retireIfIdle()} confirms.
  *
  * <p>The buffer's write side is lock-free: a release that makes an entry idle offers the node with
  * one CAS on {@link #writeCounter} and a lazy store. The buffer is lossy: when it is full or the

@@ -29,9 +29,13 @@ import org.slf4j.LoggerFactory;
  *       closed), and a {@link LongAdder} hit count. Returning the lease is an atomic decrement
  *       plus, once per clock tick, an opaque store of the idle time (from {@link #clock}, never the
  *       ticker) and one CAS recording the release in the stripe's lossy buffer. No lock is taken
- *       unless the buffer is full, and then only by {@code tryLock}. LRU order and idle times
- *       therefore have the resolution of the clock tick: the maintenance interval, or the time
- *       between loads if those are more frequent.
+ *       while the cache is within capacity, except a {@code tryLock} when the buffer is full. A
+ *       release that makes an entry idle while the cache is <em>over</em> capacity (leases pinned
+ *       entries past it) evicts on the releasing thread ({@code becameIdle → evictForSize}), taking
+ *       stripe locks with a blocking {@code lock()}, as a load does: eviction waits for the lock
+ *       rather than leave the cache over capacity. LRU order and idle times have the resolution of
+ *       the clock tick: the maintenance interval, or the time between loads if those are more
+ *       frequent.
  *   <li><b>Stripe locks</b> ({@link Stripe#lock}) own each stripe's access list. They are taken to
  *       link a loaded entry, to replay the buffer, to pick and retire eviction victims and to sweep
  *       for expiry. Map removals, counters and close scheduling happen after unlocking. No loader,
@@ -345,7 +349,10 @@ final class StripedLeaseCache<K, V extends CachedValue>
     maxLoadNanos.accumulateAndGet(nanos, Math::max);
   }
 
-  /** Returns a lease. Lock-free unless this release fills the stripe's buffer. */
+  /**
+   * Returns a lease. Lock-free unless this release fills the stripe's buffer ({@code tryLock}) or
+   * the cache is over capacity (evicts, blocking on stripe locks).
+   */
   void release(Node<K, V> n) {
     long now = clock;
     long before = n.idleSince();

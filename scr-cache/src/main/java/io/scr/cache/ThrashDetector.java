@@ -27,8 +27,11 @@ import org.slf4j.LoggerFactory;
  * cyclic scan over {@code W} keys, where every access misses, gives {@code W}. The recommendation
  * adds 10% headroom.
  *
- * <p><b>Thread-safety.</b> {@link #evaluate} is synchronized on this detector; it runs from
- * maintenance, never on the lease path.
+ * <p><b>Thread-safety.</b> {@link #evaluate} and the two getters are synchronized on this detector;
+ * {@code evaluate} runs from maintenance ({@code cleanUp}, any thread), never on the lease path.
+ * Two things are on the lease path and take no lock: the miss path offers the key's hash to {@code
+ * missedKeys} (a lock-free {@link DistinctCounter}), and a size eviction, which can run on a
+ * releasing or loading thread, asks {@link #isYoung} (reads only final fields).
  */
 final class ThrashDetector {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseCache.class);

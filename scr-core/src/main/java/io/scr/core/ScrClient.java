@@ -4,6 +4,7 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
+import io.scr.core.metrics.ScrClientDiagnostics;
 import io.scr.core.metrics.ScrClientMetrics;
 import io.scr.core.metrics.SummaryReporter;
 import io.scr.core.net.DomainSocketPool;
@@ -66,6 +67,9 @@ public final class ScrClient implements Closeable {
   private static final Map<String, ScrClient> REGISTRY = new HashMap<>();
 
   private final String context;
+
+  /** The JMX view {@code scr doctor --pid} reads. */
+  private final ScrClientDiagnostics diagnostics;
 
   /** The client keys this engine was built from, to name differences of later acquires. */
   private final Map<String, String> settings;
@@ -220,6 +224,7 @@ public final class ScrClient implements Closeable {
             .build();
     this.fdBudgetWarning = new FdBudgetWarning(context, ticker, this::cacheStats);
     this.metrics = new ScrClientMetrics(this, counters, pool, ticker);
+    this.diagnostics = new ScrClientDiagnostics(context, metrics, settings);
     this.metricsEnabled = ScrKeys.METRICS_ENABLED.get(conf);
     this.summaryIntervalSeconds = ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf);
   }
@@ -233,6 +238,7 @@ public final class ScrClient implements Closeable {
     if (metricsEnabled) {
       metrics.register();
     }
+    diagnostics.register();
     summary = SummaryReporter.start(context, metrics::snapshot, summaryIntervalSeconds);
   }
 
@@ -242,6 +248,7 @@ public final class ScrClient implements Closeable {
       reporter.close();
     }
     metrics.unregister();
+    diagnostics.unregister();
   }
 
   /**

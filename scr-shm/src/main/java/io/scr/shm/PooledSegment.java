@@ -18,15 +18,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  * </ul>
  *
  * <p>A slot is in use iff its bit is clear in both (slots whose release is being told, "in flight",
- * look in use here; the pool counts them separately). Both bitmaps are padded so that allocators
- * (free) and releasers (pending) do not share a cache line with each other or with neighbouring
- * objects.
+ * look in use here; the pool counts them separately). Both bitmaps are padded so that the words
+ * allocators <em>write</em> (free) and the words releasers write (pending) never share a cache line
+ * with each other or with neighbouring objects: an atomic OR on pending does not invalidate an
+ * allocator's free line. The separation is only for writes. {@link #markPending} also
+ * <em>reads</em> the free word (its misuse check: a slot whose free bit is set is not in use), so a
+ * release does pull the free line into its core's cache in shared state, and the next claim on that
+ * word pays one invalidation. That check is worth its cost (it turns a double release after the
+ * slot was told and freed into an exception instead of a slot with two holders); what the padding
+ * still saves is the write-write ping-pong between releasers and allocators.
  *
  * <p>State machine ({@link #state}): ACTIVE (in the pool's allocation array) → RETIRED (surplus,
  * out of the allocation array; still alive on the DataNode, so releases are still sent) or DEAD
  * (disconnected or a release failed; slots invalidated, releases not sent) → RETURNED (handed back
  * to the source, exactly once, when every bit is free again and nothing is pending). RETIRED may
- * also become DEAD. Transitions happen under the pool's structure lock.
+ * also become DEAD. Transitions happen under the {@link SegmentTable}'s lock.
  *
  * <p>The one race that matters: an allocator that read an old allocation array may claim a bit of a
  * segment that is no longer ACTIVE. It checks the state <em>after</em> its CAS and puts the bit

@@ -44,9 +44,10 @@ import org.slf4j.LoggerFactory;
  * for the shared memory, never the plan. A closed segment therefore costs one 4-8 KiB anonymous
  * mapping (no resident memory unless written) until the next garbage collection that reclaims it.
  *
- * <p>Owners still close a segment only when they are done with it: the {@link SlotPool} does so
- * after every slot of the segment is back in its free bitmap and the segment is out of its
- * allocation path; a creator does so after the client's socket is gone.
+ * <p>Owners still close a segment only when they are done with it: a {@link SlotPool} hands it back
+ * to its {@link SegmentSource} (which closes it) only after every slot of the segment is back in
+ * its free bitmap and the segment is out of its allocation path; a creator closes it after the
+ * client's socket is gone.
  */
 public final class Segment implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
@@ -62,7 +63,10 @@ public final class Segment implements AutoCloseable {
   @GuardedBy("this")
   private final BitSet registered;
 
-  /** The pool entry while a {@link SlotPool} holds this segment (client side), else null. */
+  /**
+   * The pool entry while a {@link SlotPool} holds this segment (client side), else null. Written
+   * under the pool's {@link SegmentTable} lock; read without it by {@code release} (volatile).
+   */
   volatile PooledSegment poolEntry;
 
   private Segment(ShmId id, long address, int length) {

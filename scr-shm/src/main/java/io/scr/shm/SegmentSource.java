@@ -9,9 +9,13 @@ import java.io.IOException;
  *
  * <p>Threading: {@link #fetch()} is called only from the pool's refill thread, one call at a time,
  * so it may block on I/O (bounded by the source's own timeouts); it never runs on a thread that
- * allocates slots. {@link #returnSegment} is called from the pool's maintenance thread, or, after
- * {@link SlotPool#close()}, from the thread that closes the pool or releases the last slot of the
- * segment. Neither may call back into the pool except {@link SlotPool#segmentDisconnected}.
+ * allocates slots. {@link #returnSegment} is called from the pool's maintenance thread (surplus,
+ * dead segments once empty); from the refill thread, for a segment it just fetched and the pool
+ * refused (reported disconnected during the fetch, handed out twice, or the pool closed meanwhile);
+ * and, after {@link SlotPool#close()}, from the thread that closes the pool or releases the last
+ * slot of the segment. So it may run on two threads at once (for different segments) and must be
+ * thread-safe. Neither method may call back into the pool except {@link
+ * SlotPool#segmentDisconnected}.
  *
  * <p>Ownership: {@code fetch} hands a mapped segment, with no slot in use, to the pool. {@code
  * returnSegment} hands it back exactly once, when no slot of it is in use and none will be again:

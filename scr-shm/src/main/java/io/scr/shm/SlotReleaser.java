@@ -11,15 +11,17 @@ import java.util.List;
  *
  * <p>Threading: called by the {@link SlotPool}'s maintenance thread, which sends batches off the
  * readers' threads; and, only when the pool is otherwise empty (no free slot, releases pending), by
- * an allocating caller, which tells one batch itself instead of waiting for a background thread
- * that may be short of CPU. So calls may run concurrently on different threads; implementations
- * must be thread-safe. Each call carries slots of <em>one</em> segment, at most the pool's release
- * batch size, and no slot is in two calls. The list is valid only during the call (it is reused
- * afterwards): copy it to keep it. On return the slots go back to the pool (first to waiting
- * callers). If it throws, the pool gives up the whole segment as stock does (every slot
- * invalidated, no more allocations from it, returned to the {@link SegmentSource} once empty, which
- * makes the DataNode drop it). It must not call back into the pool, and should bound its own I/O (a
- * caller that tells a batch is not bounded by the pool's allocation wait).
+ * allocating callers (one that needs a slot, or a queued one helping the others), which tell the
+ * pending releases of one segment themselves, in as many calls as the batch size requires, instead
+ * of waiting for a background thread that may be short of CPU. So calls may run concurrently on
+ * different threads; implementations must be thread-safe. Each call carries slots of <em>one</em>
+ * segment, at most the pool's release batch size, and no slot is in two calls. The list is valid
+ * only during the call (it is reused afterwards): copy it to keep it. On return the slots go back
+ * to the pool (first to waiting callers). If it throws, the pool gives up the whole segment as
+ * stock does (every slot invalidated, no more allocations from it, returned to the {@link
+ * SegmentSource} once empty, which makes the DataNode drop it). It must not call back into the
+ * pool, and should bound its own I/O (a caller that tells a batch is not bounded by the pool's
+ * allocation wait).
  */
 @FunctionalInterface
 public interface SlotReleaser {

@@ -49,7 +49,9 @@ public final class ResourceSnapshot {
               // per dfs.client.context, static in ClientContext, no public close:
               + "|org\\.apache\\.hadoop\\.hdfs\\.PeerCache@.*"
               // a DFSClient's renewer outlives its last client by a 60 s grace period:
-              + "|LeaseRenewer:.*");
+              + "|LeaseRenewer:.*"
+              // a JMX client's RMI runtime (scr doctor --pid in a test), JVM-wide once used:
+              + "|RMI GC Daemon|RMI Scheduler\\(\\d+\\)|RMI RenewClean-.*");
 
   /** The directory handle of a /proc/self/fd listing itself (ours or a concurrent one). */
   private static final Pattern SELF_FD_LISTING = Pattern.compile("/proc/\\d+/fd");

@@ -268,27 +268,77 @@ public final class BenchReport {
       throws IOException {
     System.setProperty("java.awt.headless", "true");
     CategoryChart chart =
-        new CategoryChartBuilder().width(900).height(420).title(title).yAxisTitle(unit).build();
-    chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
-    chart.getStyler().setLegendLayout(Styler.LegendLayout.Horizontal);
+        new CategoryChartBuilder().width(1200).height(460).title(title).yAxisTitle(unit).build();
+    chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
+    chart.getStyler().setLegendLayout(Styler.LegendLayout.Vertical);
     chart.getStyler().setXAxisLabelRotation(20);
+    // A logarithmic axis: the slowest competitor (stock TCP) is 10-100x the fastest, and on a
+    // linear axis every scr bar was a sliver. Each series carries its ratio to the stock baseline
+    // in the legend; the table under the chart has the values.
+    chart.getStyler().setYAxisLogarithmic(true);
     List<String> categories = group.stream().map(Row::category).distinct().toList();
     Map<String, List<Row>> series =
         group.stream()
             .collect(Collectors.groupingBy(Row::adapter, LinkedHashMap::new, Collectors.toList()));
+    Map<String, Double> baseline = baseline(series, categories);
+    // Bars start at the axis minimum; on a log axis it must be above zero.
+    double smallest = group.stream().mapToDouble(Row::score).filter(v -> v > 0).min().orElse(1);
+    chart.getStyler().setYAxisMin(Math.pow(10, Math.floor(Math.log10(smallest))));
     for (Map.Entry<String, List<Row>> s : series.entrySet()) {
       List<Double> values = new ArrayList<>();
+      List<Double> ratios = new ArrayList<>();
       for (String c : categories) {
-        values.add(
+        double v =
             s.getValue().stream()
                 .filter(r -> r.category().equals(c))
                 .mapToDouble(Row::score)
                 .findFirst()
-                .orElse(0));
+                .orElse(Double.NaN);
+        values.add(v > 0 ? v : null); // a log axis has no zero: a missing bar, not a crash
+        Double b = baseline.get(c);
+        if (b != null && b > 0 && v > 0) {
+          ratios.add(v / b);
+        }
       }
-      chart.addSeries(s.getKey(), categories, values);
+      chart.addSeries(s.getKey() + ratioLabel(ratios), categories, values);
     }
     BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
+  }
+
+  /**
+   * The stock baseline per category: stock short-circuit's score where it ran (STOCK_SCR, or
+   * STOCK_SCR_DEFAULT in the odyssey benchmarks), else STOCK_TCP's.
+   */
+  private static Map<String, Double> baseline(
+      Map<String, List<Row>> series, List<String> categories) {
+    Map<String, Double> out = new LinkedHashMap<>();
+    for (String name : new String[] {"STOCK_SCR", "STOCK_SCR_DEFAULT", "STOCK_TCP"}) {
+      List<Row> rows = series.get(name);
+      if (rows == null) {
+        continue;
+      }
+      for (String c : categories) {
+        if (!out.containsKey(c)) {
+          rows.stream()
+              .filter(r -> r.category().equals(c))
+              .findFirst()
+              .ifPresent(r -> out.put(c, r.score()));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** " (0.05x stock)", or a range over the categories; empty without a baseline. */
+  static String ratioLabel(List<Double> ratios) {
+    if (ratios.isEmpty()) {
+      return "";
+    }
+    double min = ratios.stream().mapToDouble(Double::doubleValue).min().getAsDouble();
+    double max = ratios.stream().mapToDouble(Double::doubleValue).max().getAsDouble();
+    return min == max || ratios.size() == 1
+        ? String.format(Locale.ROOT, " (%sx stock)", fmt(min))
+        : String.format(Locale.ROOT, " (%s-%sx stock)", fmt(min), fmt(max));
   }
 
   private static String machineFacts(List<Row> rows) {

@@ -3,6 +3,7 @@ package io.scr.core.doctor;
 import java.io.File;
 import java.io.PrintStream;
 import java.net.URL;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -15,11 +16,13 @@ import org.apache.hadoop.conf.Configuration;
  * DIR} or {@code HADOOP_CONF_DIR}; plus {@code --resource FILE} for files an application layers on
  * top, and {@code hbase-default.xml}/{@code hbase-site.xml} when they are on the class path), runs
  * every check and prints each finding with its fix; {@code --json} prints the same as JSON. Exit
- * code 0 when nothing FAILs, 1 otherwise, 2 for bad arguments.
+ * code 0 when nothing FAILs, 1 otherwise, 2 for bad arguments. {@code --pid PID} instead asks a
+ * running JVM what its scr engines did over {@code --window} seconds ({@link ProcessDoctor}).
  *
  * <pre>
  * java -cp "$(hadoop classpath):scr-core.jar:..." io.scr.core.doctor.Doctor [--conf DIR]
  *     [--resource FILE]... [--no-cluster] [--json]
+ * java -cp ... io.scr.core.doctor.Doctor --pid PID [--window SECONDS] [--json]
  * </pre>
  *
  * <p>Not thread-safe; one run per call.
@@ -144,6 +147,8 @@ public final class Doctor {
     String confDir = System.getenv("HADOOP_CONF_DIR");
     boolean json = false;
     boolean cluster = true;
+    long pid = -1;
+    long windowSeconds = 60;
     List<String> resources = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -165,6 +170,29 @@ public final class Doctor {
         case "--no-cluster":
           cluster = false;
           break;
+        case "--pid":
+          if (++i >= args.length) {
+            return usage(err, "--pid needs the process id of a running JVM");
+          }
+          try {
+            pid = Long.parseLong(args[i]);
+          } catch (NumberFormatException e) {
+            return usage(err, "--pid " + args[i] + ": not a process id");
+          }
+          break;
+        case "--window":
+          if (++i >= args.length) {
+            return usage(err, "--window needs a number of seconds");
+          }
+          try {
+            windowSeconds = Long.parseLong(args[i]);
+          } catch (NumberFormatException e) {
+            windowSeconds = -1;
+          }
+          if (windowSeconds < 1) {
+            return usage(err, "--window " + args[i] + ": give whole seconds, at least 1");
+          }
+          break;
         case "-h":
         case "--help":
           usage(out, null);
@@ -172,6 +200,18 @@ public final class Doctor {
         default:
           return usage(err, "unknown argument " + args[i]);
       }
+    }
+    if (pid >= 0) {
+      if (!json) {
+        out.println(
+            "Watching process " + pid + " for " + windowSeconds + " s (--window to change) ...");
+        out.flush();
+      }
+      List<Finding> findings =
+          ProcessDoctor.examine(pid, Duration.ofSeconds(windowSeconds), ProcessDoctor::sleep);
+      out.print(json ? json(findings) + System.lineSeparator() : human(findings));
+      out.flush();
+      return exitCode(findings);
     }
     DoctorContext ctx;
     try {
@@ -261,7 +301,9 @@ public final class Doctor {
       s.println("scr doctor: " + error);
     }
     s.println(
-        "usage: scr doctor [--conf HADOOP_CONF_DIR] [--resource FILE]... [--no-cluster] [--json]");
+        "usage: scr doctor [--conf HADOOP_CONF_DIR] [--resource FILE]... [--no-cluster] [--json]\n"
+            + "       scr doctor --pid PID [--window SECONDS] [--json]   (a running JVM: what its"
+            + " scr engines did in the last SECONDS, default 60)");
     return error == null ? 0 : 2;
   }
 }

@@ -39,6 +39,9 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * (concurrent positional reads are supported).
  */
 public class ScrFileSystem extends DistributedFileSystem {
+  private static final org.slf4j.Logger LOG =
+      org.slf4j.LoggerFactory.getLogger(ScrFileSystem.class);
+
   private volatile ScrClient scr;
   private volatile boolean verifyChecksum = true;
   private DFSOpsCountStatistics opsCount;
@@ -46,7 +49,7 @@ public class ScrFileSystem extends DistributedFileSystem {
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
-    super.initialize(uri, conf);
+    super.initialize(uri, withoutImpossibleStockShortCircuit(conf));
     StorageStatistics ops = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
     opsCount = ops instanceof DFSOpsCountStatistics ? (DFSOpsCountStatistics) ops : null;
     mappingBudget = mappingBudget(conf);
@@ -64,6 +67,32 @@ public class ScrFileSystem extends DistributedFileSystem {
   public MappingBudget zeroCopyMappingBudget() {
     return mappingBudget;
   }
+
+  /**
+   * Where stock short-circuit reads cannot run (no libhadoop), the stock fallback path gets {@code
+   * dfs.client.read.shortcircuit=false}: stock would otherwise log, for every client, "The
+   * short-circuit local reads feature cannot be used because libhadoop cannot be loaded" while scr
+   * reads short-circuit without it. Said once per JVM at INFO instead.
+   */
+  private static Configuration withoutImpossibleStockShortCircuit(Configuration conf) {
+    String reason = org.apache.hadoop.net.unix.DomainSocket.getLoadingFailureReason();
+    if (reason == null || !conf.getBoolean("dfs.client.read.shortcircuit", false)) {
+      return conf;
+    }
+    if (STOCK_SHORT_CIRCUIT_OFF_LOGGED.compareAndSet(false, true)) {
+      LOG.info(
+          "Stock short-circuit reads cannot run in this JVM ({}): ScrFileSystem reads"
+              + " short-circuit without libhadoop and turns dfs.client.read.shortcircuit off for"
+              + " its stock fallback path",
+          reason);
+    }
+    Configuration copy = new Configuration(conf);
+    copy.setBoolean("dfs.client.read.shortcircuit", false);
+    return copy;
+  }
+
+  private static final java.util.concurrent.atomic.AtomicBoolean STOCK_SHORT_CIRCUIT_OFF_LOGGED =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   /** The short-circuit engine this file system's streams use. */
   public ScrClient scrClient() {

@@ -24,15 +24,13 @@ import java.nio.ByteOrder;
  * the JVM; its owner ({@link io.scr.shm.Segment}) unmaps only when the segment (and so every {@code
  * Slot} that reaches this object) is unreachable. Thread-safe.
  */
-public final class SharedWords {
-  private static final VarHandle LONGS =
-      MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
-
-  private final ByteBuffer buffer;
-
-  private SharedWords(ByteBuffer buffer) {
-    this.buffer = buffer;
-  }
+public abstract class SharedWords {
+  /**
+   * For a test double only (scr-shm's model tests back slot words with a Java array, whose accesses
+   * Lincheck can interleave; it does not see accesses through a byte-buffer view). Production code
+   * loads only {@link Mapped}, so calls through this type stay monomorphic and are inlined.
+   */
+  protected SharedWords() {}
 
   /** Wraps {@code length} bytes at {@code address}; the caller keeps owning the memory. */
   public static SharedWords wrap(long address, int length) {
@@ -40,36 +38,66 @@ public final class SharedWords {
       throw new IllegalArgumentException("address is not 8-byte aligned: " + address);
     }
     ByteBuffer buffer = MemoryIO.getInstance().newDirectByteBuffer(address, length);
-    return new SharedWords(buffer.order(ByteOrder.nativeOrder()));
+    return new Mapped(buffer.order(ByteOrder.nativeOrder()));
   }
 
   /** Length in bytes. */
-  public int length() {
-    return buffer.capacity();
-  }
+  public abstract int length();
 
   /** Volatile (sequentially consistent) load. */
-  public long loadVolatile(int offset) {
-    return (long) LONGS.getVolatile(buffer, offset);
-  }
+  public abstract long loadVolatile(int offset);
 
   /** Volatile (sequentially consistent) store. */
-  public void storeVolatile(int offset, long value) {
-    LONGS.setVolatile(buffer, offset, value);
-  }
+  public abstract void storeVolatile(int offset, long value);
 
   /** Plain load: no ordering; for diagnostics and single-threaded tests. */
-  public long loadPlain(int offset) {
-    return (long) LONGS.get(buffer, offset);
-  }
+  public abstract long loadPlain(int offset);
 
   /** Volatile compare-and-set; true when the word held {@code expected} and now holds update. */
-  public boolean compareAndSetLong(int offset, long expected, long update) {
-    return LONGS.compareAndSet(buffer, offset, expected, update);
-  }
+  public abstract boolean compareAndSetLong(int offset, long expected, long update);
 
   /** One byte, plain; for layout tests that pin the bytes. */
-  public byte loadByte(int offset) {
-    return buffer.get(offset);
+  public abstract byte loadByte(int offset);
+
+  /** Words of mapped memory, through a VarHandle view of a direct buffer at their address. */
+  private static final class Mapped extends SharedWords {
+    private static final VarHandle LONGS =
+        MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
+
+    private final ByteBuffer buffer;
+
+    Mapped(ByteBuffer buffer) {
+      this.buffer = buffer;
+    }
+
+    @Override
+    public int length() {
+      return buffer.capacity();
+    }
+
+    @Override
+    public long loadVolatile(int offset) {
+      return (long) LONGS.getVolatile(buffer, offset);
+    }
+
+    @Override
+    public void storeVolatile(int offset, long value) {
+      LONGS.setVolatile(buffer, offset, value);
+    }
+
+    @Override
+    public long loadPlain(int offset) {
+      return (long) LONGS.get(buffer, offset);
+    }
+
+    @Override
+    public boolean compareAndSetLong(int offset, long expected, long update) {
+      return LONGS.compareAndSet(buffer, offset, expected, update);
+    }
+
+    @Override
+    public byte loadByte(int offset) {
+      return buffer.get(offset);
+    }
   }
 }

@@ -1,0 +1,232 @@
+package io.scr.shm;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
+
+/**
+ * What an allocation does when the free bitmaps are empty: tell pending releases itself, and
+ * otherwise queue in the {@link HandOffQueue} and help until a slot arrives, the wait runs out, the
+ * caller is interrupted or the pool closes.
+ *
+ * <p><b>Ordering: what a caller may rely on.</b> A caller that finds the free bitmaps empty while
+ * releases are pending takes <em>every</em> pending release of the first segment that has any (a
+ * word at a time with get-and-set, so each release is told once), calls the releaser on its own
+ * thread, keeps one slot and frees the rest, handing them first to callers already waiting. Only
+ * when nothing is pending (every slot held, or every release already being told by another thread)
+ * does it queue. Queued callers are served in arrival order among themselves: whoever frees slots
+ * (a release told by any thread, a new segment) hands them to the oldest waiter first and puts them
+ * into the free bitmap only when nobody waits. That is not a global first-come order: a caller that
+ * has not queued may claim a bit that reached the bitmap (through {@link
+ * SlotPool#releaseUnregistered}, a slot a departing waiter passed on with nobody left to take it,
+ * or a race with a waiter not yet counted) before a waiter's next re-check, and a caller that tells
+ * a batch itself keeps one slot of it without ever queueing. What holds is that every waiter makes
+ * progress without depending on any one thread, and leaves after at most the maximum wait.
+ *
+ * <p><b>Concurrency contract.</b> Runs on the allocating caller's thread, any number at once, no
+ * lock. Each queued caller helps whenever it runs: the oldest takes from the bitmap and tells
+ * pending releases for itself; any other serves the queue in arrival order from the bitmap and from
+ * releases it tells. So no waiter depends on one particular thread (the oldest may be descheduled)
+ * to make progress. A caller that finds a slot itself while queued leaves the queue; if it was
+ * filled meanwhile, the found slot goes on to the next waiter (or the bitmap). It spins (yielding)
+ * {@value #SPIN_ROUNDS} rounds, then parks; every event that can let it proceed unparks it, and
+ * {@link #MAX_PARK_NANOS} is only a safety net.
+ */
+final class AllocationWait {
+  /** Queued callers spin (yielding) this many rounds before they park. */
+  private static final int SPIN_ROUNDS = 16;
+
+  /**
+   * A parked caller re-checks at least this often. Only a safety net: every event that can let a
+   * waiter proceed unparks it (a hand-off, the first pending release of a word, the head leaving,
+   * close), so a waiter does not poll; before issue 14 it rescanned every 1 ms.
+   */
+  private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+  private final String name;
+  private final SegmentTable table;
+  private final SlotAllocator allocator;
+  private final HandOffQueue<Slot> waiters;
+  private final ReleaseBatcher batcher;
+  private final Refiller refiller;
+  private final PoolCounters counters;
+  private final LongSupplier ticker;
+  private final long maxAllocationWaitNanos;
+  private final int lowWatermark;
+
+  AllocationWait(
+      SlotPool.Builder b,
+      SegmentTable table,
+      SlotAllocator allocator,
+      HandOffQueue<Slot> waiters,
+      ReleaseBatcher batcher,
+      Refiller refiller,
+      PoolCounters counters) {
+    this.name = b.name;
+    this.table = table;
+    this.allocator = allocator;
+    this.waiters = waiters;
+    this.batcher = batcher;
+    this.refiller = refiller;
+    this.counters = counters;
+    this.ticker = b.ticker;
+    this.maxAllocationWaitNanos = b.maxAllocationWait.toNanos();
+    this.lowWatermark = b.lowWatermark;
+  }
+
+  // Thread.yield is deliberate: with more busy threads than cores (the 8-threads-on-2-cores case),
+  // it hands the CPU to whichever thread is about to free slots, before we park.
+  @SuppressWarnings("ThreadPriorityCheck")
+  Slot allocate() throws IOException {
+    if (table.isClosed()) {
+      throw closedException();
+    }
+    long start = ticker.getAsLong();
+    Slot slot = batcher.releaseOnCaller();
+    if (slot == null) {
+      slot = allocator.tryAllocate();
+    }
+    if (slot != null) {
+      return waited(start, slot);
+    }
+    refiller.checkWatermark();
+    if (maxAllocationWaitNanos == 0) {
+      counters.allocationTimeouts.incrementAndGet();
+      throw exhausted(0);
+    }
+    HandOffQueue.Waiter<Slot> me = waiters.join();
+    if (refiller.refillLevel == 0) {
+      // Low watermark 0: nothing is fetched ahead, so this caller's need is the demand. Asked
+      // after queueing, so the refill thread sees a waiter and fetches (see needsSegment).
+      refiller.requestGrowth();
+    }
+    long deadline = start + maxAllocationWaitNanos;
+    int round = 0;
+    while (true) {
+      if (me.isFilled()) {
+        return waited(start, me.item());
+      }
+      // Re-check after queueing: a thread that freed slots before it saw our count left them in
+      // the bitmap.
+      if (waiters.isOldest(me)) {
+        slot = allocator.tryAllocate();
+        if (slot == null) {
+          slot = batcher.releaseOnCaller();
+        }
+        if (slot != null) {
+          return leaveWith(start, me, slot);
+        }
+      } else {
+        allocator.serveWaitersFromBitmap();
+        if (!me.isFilled()) {
+          batcher.releaseForWaiters();
+        }
+        if (me.isFilled()) {
+          return waited(start, me.item());
+        }
+      }
+      if (table.isClosed()) {
+        if (waiters.leave(me)) {
+          throw closedException();
+        }
+        continue; // filled meanwhile: take it
+      }
+      long now = ticker.getAsLong();
+      long remaining = deadline - now;
+      if (remaining <= 0) {
+        if (waiters.leave(me)) {
+          counters.allocationTimeouts.incrementAndGet();
+          throw exhausted(now - start);
+        }
+        continue;
+      }
+      if (round < SPIN_ROUNDS) {
+        round++;
+        Thread.yield();
+        continue;
+      }
+      if (round == SPIN_ROUNDS) {
+        round++;
+        refiller.requestGrowth();
+      }
+      LockSupport.parkNanos(this, Math.min(remaining, MAX_PARK_NANOS));
+      if (Thread.interrupted()) {
+        if (waiters.leave(me)) {
+          Thread.currentThread().interrupt();
+          throw new InterruptedIOException(
+              "interrupted while waiting for a shared-memory slot of " + name);
+        }
+        Thread.currentThread().interrupt(); // filled meanwhile: keep the slot and the flag
+      }
+    }
+  }
+
+  /** A queued caller found a slot itself: leave the queue, or, if handed one meanwhile, pass on. */
+  private Slot leaveWith(long start, HandOffQueue.Waiter<Slot> me, Slot found) {
+    if (waiters.leave(me)) {
+      if (waiters.hasWaiters()) {
+        allocator.serveWaitersFromBitmap(); // we may have been the head that others wait behind
+      }
+      return waited(start, found);
+    }
+    // Someone handed us a slot while we found another: the found one goes to the next waiter.
+    allocator.passOn(found);
+    return waited(start, me.item());
+  }
+
+  private Slot waited(long start, Slot slot) {
+    counters.waited(ticker.getAsLong() - start);
+    return slot;
+  }
+
+  SlotPoolClosedException closedException() {
+    return new SlotPoolClosedException("slot pool " + name + " is closed");
+  }
+
+  /**
+   * The exception for a caller that waited in vain. Cheap on purpose, because exhaustion comes in
+   * bursts (every waiter of an overloaded pool times out at once): no stats snapshot (it copies the
+   * wait histogram), only the few counts the message names, no string formatting, and a stackless
+   * exception (the caller's stack says nothing about why the pool ran dry).
+   */
+  private SlotPoolExhaustedException exhausted(long waited) {
+    int told = batcher.inFlight();
+    int notFreeNorPending = 0;
+    int pending = 0;
+    PooledSegment[] live = table.live();
+    for (PooledSegment entry : live) {
+      notFreeNorPending += entry.notFreeNorPendingCount();
+      pending += entry.pendingCount();
+    }
+    StringBuilder m = new StringBuilder(400);
+    m.append("No free shared-memory slot for ")
+        .append(name)
+        .append(" after waiting ")
+        .append(TimeUnit.NANOSECONDS.toMicros(waited) / 1000.0)
+        .append(" ms (")
+        .append(table.freeSlots())
+        .append(" free, ")
+        .append(Math.max(0, notFreeNorPending - told))
+        .append(" in use, ")
+        .append(pending + told)
+        .append(" awaiting release by the DataNode of which ")
+        .append(told)
+        .append(" being told, ")
+        .append(live.length)
+        .append(" segments, ")
+        .append(counters.segmentFetchFailures.get())
+        .append(" segment fetch failures). The read proceeds without a slot. If this recurs under")
+        .append(" normal load, raise ")
+        .append(SlotPool.MAX_ALLOCATION_WAIT_KEY)
+        .append(" (now ")
+        .append(TimeUnit.NANOSECONDS.toMillis(maxAllocationWaitNanos))
+        .append(" ms) or ")
+        .append(SlotPool.LOW_WATERMARK_KEY)
+        .append(" (now ")
+        .append(lowWatermark)
+        .append(" slots), or check the DataNode's segment limit.");
+    return new SlotPoolExhaustedException(m.toString(), waited, counters.lastFetchFailure);
+  }
+}

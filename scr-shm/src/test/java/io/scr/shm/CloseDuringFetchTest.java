@@ -1,0 +1,81 @@
+package io.scr.shm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.channels.ClosedByInterruptException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Closing a pool while its refill thread is in a segment fetch (a file system closed while the pool
+ * was growing: {@code ./scr demo}'s shutdown) is the end of the pool, not a fetch failure: no WARN,
+ * no stack trace, no failure counted. The close interrupts the refill thread, and a real fetch then
+ * fails with {@link ClosedByInterruptException}, as this source's does.
+ */
+@Timeout(60)
+class CloseDuringFetchTest {
+  /** A source whose fetch blocks until interrupted, then fails as an interrupted channel does. */
+  private static final class BlockingSource implements SegmentSource {
+    final CountDownLatch fetching = new CountDownLatch(1);
+
+    @Override
+    public Segment fetch() throws IOException {
+      fetching.countDown();
+      try {
+        new CountDownLatch(1).await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      throw new ClosedByInterruptException();
+    }
+
+    @Override
+    public void returnSegment(Segment segment) {
+      segment.close();
+    }
+  }
+
+  @Test
+  void aCloseDuringAFetchIsNeitherAWarningNorAFailure() throws Exception {
+    BlockingSource source = new BlockingSource();
+    PrintStream stderr = System.err;
+    ByteArrayOutputStream captured = new ByteArrayOutputStream();
+    SlotPool pool =
+        SlotPool.newBuilder("dn-closing", source, slots -> {})
+            .maxAllocationWait(Duration.ofSeconds(30))
+            .build();
+    Thread reader =
+        new Thread(
+            () -> {
+              try {
+                pool.allocate(); // no segment yet: asks the refill thread and waits
+              } catch (IOException | RuntimeException expected) {
+                // the close ends the wait
+              }
+            },
+            "allocating-reader");
+    reader.start();
+    assertTrue(source.fetching.await(30, TimeUnit.SECONDS), "the refill thread is fetching");
+    System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8)); // slf4j-simple's sink
+    try {
+      pool.close();
+      reader.join(30_000);
+    } finally {
+      System.setErr(stderr);
+    }
+    assertFalse(reader.isAlive(), "the close ended the waiting allocation");
+    String log = captured.toString(StandardCharsets.UTF_8);
+    assertFalse(log.contains("WARN"), "a normal close logged a warning:\n" + log);
+    assertFalse(log.contains("ClosedByInterruptException"), "a stack trace at close:\n" + log);
+    assertEquals(0, pool.stats().segmentFetchFailures(), pool.stats().toString());
+  }
+}
