@@ -45,6 +45,29 @@ public interface ReplicaLease extends Closeable {
   int read(long blockOffset, byte[] buf, int off, int len, boolean verifyChecksum)
       throws IOException;
 
+  /**
+   * Zero-copy: a read-only buffer of {@code length} bytes of the replica at {@code blockOffset},
+   * sliced from a mapping of the block file ({@link io.scr.core.read.ReplicaFiles#mapData}), with
+   * no checksum verified. It stays valid while this lease is open: keep the lease until the buffer
+   * is no longer read, then close it.
+   *
+   * @param budget the budget a first mapping of this replica is charged to
+   * @return the buffer, or null when the block file cannot be mapped (the caller copies instead)
+   * @throws java.io.EOFException if the block file was truncated under the replica
+   */
+  ByteBuffer mapped(long blockOffset, int length, io.scr.core.read.MappingBudget budget)
+      throws IOException;
+
+  /**
+   * Anchors the replica for a read without checksums, as stock does: succeeds only while the
+   * DataNode holds the block cached (mlocked and verified; the slot is ANCHORABLE), and keeps the
+   * DataNode from uncaching it until {@link #releaseAnchor()}. False without a slot.
+   */
+  boolean tryAnchor();
+
+  /** Releases an anchor {@link #tryAnchor()} took; call it before {@link #close()}. */
+  void releaseAnchor();
+
   /** Releases the lease; idempotent. */
   @Override
   void close();

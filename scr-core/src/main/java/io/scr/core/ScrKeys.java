@@ -293,6 +293,30 @@ public final class ScrKeys {
               + " rate, evictions, fds against the limit, short-circuit throughput and fallbacks"
               + " over the interval. 0 turns it off.");
 
+  // -------------------------------------------------- zero-copy reads (issue 16)
+
+  /** Zero-copy mapping budget: count. */
+  public static final ScrKey<Integer> ZERO_COPY_MAX_MAPPINGS =
+      scr(
+          "scr.client.zero-copy.max-mappings",
+          Integer.class,
+          256,
+          "At most this many block files are mapped at once for zero-copy reads"
+              + " (read(ByteBufferPool, int, EnumSet) on a ScrFileSystem stream), per file system;"
+              + " a mapping lives as long as its cached replica. Beyond it a zero-copy read copies"
+              + " through the caller's pool, as stock does when it cannot map. 0 turns zero-copy"
+              + " mapping off. Stock's dfs.client.mmap.enabled=false turns it off too.");
+
+  /** Zero-copy mapping budget: bytes. */
+  public static final ScrKey<Long> ZERO_COPY_MAX_MAPPED_BYTES =
+      scr(
+          "scr.client.zero-copy.max-mapped-bytes",
+          Long.class,
+          32L << 30,
+          "At most this many bytes of block files (address space, not memory: pages are the"
+              + " page cache's) are mapped at once for zero-copy reads, per file system. Beyond it"
+              + " a zero-copy read copies through the caller's pool.");
+
   /** All keys, stock ones first, in catalogue order. */
   public static List<ScrKey<?>> all() {
     return Collections.unmodifiableList(ALL);

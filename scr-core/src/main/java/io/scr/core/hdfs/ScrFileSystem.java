@@ -1,6 +1,8 @@
 package io.scr.core.hdfs;
 
 import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
+import io.scr.core.read.MappingBudget;
 import java.io.IOException;
 import java.net.URI;
 import org.apache.hadoop.conf.Configuration;
@@ -43,13 +45,27 @@ public class ScrFileSystem extends DistributedFileSystem {
   private volatile ScrClient scr;
   private volatile boolean verifyChecksum = true;
   private DFSOpsCountStatistics opsCount;
+  private volatile MappingBudget mappingBudget;
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
     super.initialize(uri, withoutImpossibleStockShortCircuit(conf));
     StorageStatistics ops = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
     opsCount = ops instanceof DFSOpsCountStatistics ? (DFSOpsCountStatistics) ops : null;
+    mappingBudget = mappingBudget(conf);
     scr = ScrClient.acquire(conf);
+  }
+
+  /** The budget of block-file mappings for zero-copy reads, from {@code conf} (null: defaults). */
+  static MappingBudget mappingBudget(Configuration conf) {
+    Configuration c = conf != null ? conf : new Configuration(false);
+    return MappingBudget.of(
+        ScrKeys.ZERO_COPY_MAX_MAPPINGS.get(c), ScrKeys.ZERO_COPY_MAX_MAPPED_BYTES.get(c));
+  }
+
+  /** The budget of block-file mappings this file system's streams read zero-copy from. */
+  public MappingBudget zeroCopyMappingBudget() {
+    return mappingBudget;
   }
 
   /**
@@ -126,7 +142,7 @@ public class ScrFileSystem extends DistributedFileSystem {
     if (blocks.getErasureCodingPolicy() != null) {
       in = client.open(src, bufferSize, verifyChecksum); // striped: the stock stream throughout
     } else {
-      in = new ScrInputStream(client, src, verifyChecksum, blocks, engine);
+      in = new ScrInputStream(client, src, verifyChecksum, blocks, engine, mappingBudget);
     }
     try {
       return client.createWrappedInputStream(in);

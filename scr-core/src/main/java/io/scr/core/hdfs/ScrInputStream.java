@@ -4,21 +4,27 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
+import io.scr.core.read.MappingBudget;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.ClosedChannelException;
+import java.util.EnumSet;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.fs.ByteBufferUtil;
 import org.apache.hadoop.fs.ChecksumException;
+import org.apache.hadoop.fs.ReadOption;
 import org.apache.hadoop.hdfs.DFSClient;
 import org.apache.hadoop.hdfs.ScrDfsInputStreamBase;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
+import org.apache.hadoop.io.ByteBufferPool;
 import org.apache.hadoop.security.token.SecretManager.InvalidToken;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -78,9 +84,28 @@ import org.slf4j.LoggerFactory;
  * without {@code infoLock} to detect a replacement is a benign race: a stale view only delays the
  * rebuild to the next read, and the old table's blocks are still valid.
  *
- * <p><b>Resources.</b> Holds no fds or sockets between reads: each lease is closed before the read
- * returns, and the cached replicas belong to the {@link ScrClient}. {@link #unbuffer()} therefore
- * releases only the stock block reader and its socket, keeping the engine's cached fds.
+ * <p><b>Zero-copy reads</b> ({@code HasEnhancedByteBufferAccess}, stock's semantics): {@link
+ * #read(ByteBufferPool, int, EnumSet)} at a local block returns a read-only slice of a mapping of
+ * the block file ({@link io.scr.core.read.ReplicaFiles#mapData}), from the stream's position to at
+ * most {@code maxLength} bytes and never past the block's end, when checksums are skipped ({@link
+ * ReadOption#SKIP_CHECKSUMS} or the stream's verification off) or the replica can be anchored (the
+ * DataNode has the block cached: the anchor is held until the buffer is released, as stock's {@code
+ * ClientMmap} holds it). The buffer keeps a lease on its replica until {@link #releaseBuffer}, so
+ * the replica, and with it the mapping, is closed only after the last buffer lent from it was given
+ * back. Otherwise (remote block, no anchor, the {@link MappingBudget} full, the block file
+ * truncated, stock's {@code dfs.client.mmap.enabled} false) the read copies through the caller's
+ * pool, as stock's {@code ByteBufferUtil.fallbackRead} does (across blocks, up to {@code
+ * maxLength}), through this stream's own short-circuit reads; with no pool that is stock's {@code
+ * UnsupportedOperationException}. Each such fallback at a local block is counted in {@link
+ * #zeroCopyFallbacks()}, and the first one of each kind in the process is logged. No stock block
+ * reader is made.
+ *
+ * <p><b>Resources.</b> Holds no fds or sockets between reads, apart from the leases of zero-copy
+ * buffers not yet released: each other lease is closed before the read returns, and the cached
+ * replicas belong to the {@link ScrClient}. {@link #unbuffer()} therefore releases only the stock
+ * block reader and its socket, keeping the engine's cached fds. {@link #close()} gives back the
+ * leases of buffers the caller never released (logging them, as stock does): a released replica's
+ * mapping then reads as zeros rather than faulting.
  */
 final class ScrInputStream extends ScrDfsInputStreamBase {
   private static final Logger LOG = LoggerFactory.getLogger(ScrInputStream.class);
@@ -108,6 +133,23 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   private final LongAdder fallbacks = new LongAdder();
   private final LongAdder checksumFallbacks = new LongAdder();
   private final LongAdder reopens = new LongAdder();
+  private final LongAdder zeroCopyReads = new LongAdder();
+  private final LongAdder zeroCopyFallbacks = new LongAdder();
+
+  /** The first zero-copy fallback of each {@link NoZeroCopy} kind in the process is logged. */
+  private static final AtomicBoolean[] LOGGED = {
+    new AtomicBoolean(), new AtomicBoolean(), new AtomicBoolean(), new AtomicBoolean()
+  };
+
+  private final MappingBudget mappingBudget;
+
+  /** Zero-copy buffers lent out and not released yet, each with the lease that keeps it valid. */
+  @GuardedBy("this")
+  private final Map<ByteBuffer, Loan> zeroCopyBuffers = new IdentityHashMap<>();
+
+  /** Buffers a zero-copy fallback filled, with the pool they go back to. */
+  @GuardedBy("this")
+  private final Map<ByteBuffer, ByteBufferPool> copiedBuffers = new IdentityHashMap<>();
 
   ScrInputStream(
       DFSClient client,
@@ -119,6 +161,18 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     this(client, src, verifyChecksum, locatedBlocks, scr, Ticker.systemTicker());
   }
 
+  /** As the other constructors, with the budget of block-file mappings zero-copy reads use. */
+  ScrInputStream(
+      DFSClient client,
+      String src,
+      boolean verifyChecksum,
+      LocatedBlocks locatedBlocks,
+      ScrClient scr,
+      MappingBudget mappingBudget)
+      throws IOException {
+    this(client, src, verifyChecksum, locatedBlocks, scr, Ticker.systemTicker(), mappingBudget);
+  }
+
   /** As the other constructor, with the time source demotions are measured with. */
   ScrInputStream(
       DFSClient client,
@@ -128,9 +182,23 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       ScrClient scr,
       Ticker ticker)
       throws IOException {
+    this(
+        client, src, verifyChecksum, locatedBlocks, scr, ticker, ScrFileSystem.mappingBudget(null));
+  }
+
+  private ScrInputStream(
+      DFSClient client,
+      String src,
+      boolean verifyChecksum,
+      LocatedBlocks locatedBlocks,
+      ScrClient scr,
+      Ticker ticker,
+      MappingBudget mappingBudget)
+      throws IOException {
     super(client, src, verifyChecksum, locatedBlocks);
     this.scr = scr;
     this.ticker = ticker;
+    this.mappingBudget = mappingBudget;
   }
 
   // ------------------------------------------------------------------ positional reads
@@ -323,6 +391,169 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     pos += n;
   }
 
+  // ------------------------------------------------------------------ zero-copy reads
+
+  /** Why a zero-copy read at a local block copied instead; indexes {@link #LOGGED}. */
+  private enum NoZeroCopy {
+    CHECKSUMS("checksums are verified and the DataNode has not cached the block (no anchor)"),
+    NOT_MAPPED("the block file could not be mapped (mapping budget full, unavailable or failed)"),
+    FAILED("the replica could not be leased or its block file was truncated"),
+    DISABLED("dfs.client.mmap.enabled is false");
+
+    final String why;
+
+    NoZeroCopy(String why) {
+      this.why = why;
+    }
+  }
+
+  /** A zero-copy buffer's hold on its replica: the lease and whether it took an anchor. */
+  private static final class Loan {
+    final ReplicaLease lease;
+    final boolean anchored;
+
+    Loan(ReplicaLease lease, boolean anchored) {
+      this.lease = lease;
+      this.anchored = anchored;
+    }
+
+    void release() {
+      try {
+        if (anchored) {
+          lease.releaseAnchor();
+        }
+      } finally {
+        lease.close();
+      }
+    }
+  }
+
+  @Override
+  public synchronized ByteBuffer read(
+      ByteBufferPool bufferPool, int maxLength, EnumSet<ReadOption> opts)
+      throws IOException, UnsupportedOperationException {
+    if (maxLength <= 0) {
+      return super.read(bufferPool, maxLength, opts); // stock's empty buffer, or its exception
+    }
+    checkReadable();
+    if (pos >= getFileLength()) {
+      return null;
+    }
+    ByteBuffer mapped = readZeroCopy(maxLength, opts);
+    if (mapped != null) {
+      return mapped;
+    }
+    // Stock's fallback, reading through this stream's own (short-circuit) read(ByteBuffer).
+    ByteBuffer copy = ByteBufferUtil.fallbackRead(this, bufferPool, maxLength);
+    if (copy != null) {
+      copiedBuffers.put(copy, bufferPool);
+    }
+    return copy;
+  }
+
+  /**
+   * The zero-copy read at {@link #pos}, or null when it cannot be one (the caller copies). Takes a
+   * lease of its own (not the thread's spare: it outlives the call) that the buffer keeps.
+   */
+  @GuardedBy("this")
+  private ByteBuffer readZeroCopy(int maxLength, EnumSet<ReadOption> opts) throws IOException {
+    BlockTable t = tableFor(pos);
+    int i = t.indexOf(pos);
+    if (i < 0 || t.socketPaths[i] == null) {
+      if (i >= 0) {
+        countUnreachable(t, i);
+      }
+      return null;
+    }
+    if (!dfsClient.getConf().getShortCircuitConf().isShortCircuitMmapEnabled()) {
+      return noZeroCopy(NoZeroCopy.DISABLED);
+    }
+    long blockOffset = pos - t.starts[i];
+    ReplicaLease lease = lease(t, i, pos, false);
+    if (lease == null) {
+      return noZeroCopy(NoZeroCopy.FAILED);
+    }
+    boolean anchored = false;
+    ByteBuffer view = null;
+    try {
+      boolean skip = !verifyChecksum || opts.contains(ReadOption.SKIP_CHECKSUMS);
+      if (!skip) {
+        anchored = lease.tryAnchor();
+        if (!anchored) {
+          return noZeroCopy(NoZeroCopy.CHECKSUMS);
+        }
+      }
+      long length = Math.min(maxLength, Math.min(t.ends[i], t.starts[i] + lease.length()) - pos);
+      if (length <= 0) {
+        return noZeroCopy(NoZeroCopy.FAILED); // the replica is shorter than the NameNode says
+      }
+      view = lease.mapped(blockOffset, (int) length, mappingBudget);
+      if (view == null) {
+        return noZeroCopy(NoZeroCopy.NOT_MAPPED);
+      }
+      zeroCopyBuffers.put(view, new Loan(lease, anchored));
+      advance(view.remaining());
+      zeroCopyReads.increment();
+      readStatistics.addZeroCopyBytes(view.remaining());
+      return view;
+    } catch (IOException e) {
+      if (isOwnInterrupt(e)) {
+        throw e;
+      }
+      failed(t, i, e); // a truncated block file: the block goes stock for a while
+      return noZeroCopy(NoZeroCopy.FAILED);
+    } finally {
+      if (view == null) {
+        new Loan(lease, anchored).release();
+      }
+    }
+  }
+
+  private ByteBuffer noZeroCopy(NoZeroCopy why) {
+    zeroCopyFallbacks.increment();
+    if (!LOGGED[why.ordinal()].getAndSet(true)) {
+      LOG.info(
+          "A zero-copy read of {} copies instead: {} (logged once per process; counted in the"
+              + " stream's zero-copy fallbacks)",
+          src,
+          why.why);
+    }
+    return null;
+  }
+
+  @Override
+  public synchronized void releaseBuffer(ByteBuffer buffer) {
+    Loan loan = zeroCopyBuffers.remove(buffer);
+    if (loan != null) {
+      loan.release();
+      return;
+    }
+    ByteBufferPool pool = copiedBuffers.remove(buffer);
+    if (pool != null) {
+      pool.putBuffer(buffer);
+      return;
+    }
+    super.releaseBuffer(buffer); // stock's empty buffer, or its IllegalArgumentException
+  }
+
+  @Override
+  public synchronized void close() throws IOException {
+    if (!zeroCopyBuffers.isEmpty()) {
+      LOG.warn(
+          "closing {} with {} zero-copy buffers never released; releasing their replicas now"
+              + " (a buffer read after its replica closes reads zeros): release every buffer"
+              + " read(ByteBufferPool, int, EnumSet) returns with releaseBuffer",
+          src,
+          zeroCopyBuffers.size());
+      for (Loan loan : zeroCopyBuffers.values()) {
+        loan.release();
+      }
+      zeroCopyBuffers.clear();
+    }
+    copiedBuffers.clear(); // as stock: a copy the caller kept is simply not returned to its pool
+    super.close();
+  }
+
   // ------------------------------------------------------------------ the two ways
 
   private int readLocal(BlockTable t, int i, long pos, byte[] buf, int off, int len)
@@ -418,10 +649,18 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   }
 
   private ReplicaLease lease(BlockTable t, int i, long pos) throws IOException {
+    return lease(t, i, pos, true);
+  }
+
+  /** Leases the replica of {@code t.blocks[i]}; {@code spare}: reuse the thread's spare lease. */
+  private ReplicaLease lease(BlockTable t, int i, long pos, boolean spare) throws IOException {
     LocatedBlock lb = t.blocks[i];
     ReplicaLease lease;
     try {
-      lease = scr.leaseWithThreadSpare(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
+      lease =
+          spare
+              ? scr.leaseWithThreadSpare(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src)
+              : scr.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
     } catch (InvalidToken e) {
       // Refetch the block's locations and token; this read goes stock, the next uses the new one.
       LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
@@ -632,6 +871,21 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
 
   private static boolean expired(long until, long now) {
     return until != Long.MAX_VALUE && now - until >= 0;
+  }
+
+  /** Zero-copy reads served from a mapping of the block file. */
+  long zeroCopyReads() {
+    return zeroCopyReads.sum();
+  }
+
+  /** Zero-copy reads at a local block that copied instead (see the class javadoc). */
+  long zeroCopyFallbacks() {
+    return zeroCopyFallbacks.sum();
+  }
+
+  /** Zero-copy buffers lent out and not released yet. */
+  synchronized int outstandingZeroCopyBuffers() {
+    return zeroCopyBuffers.size();
   }
 
   /** Reads that found their replica's channel closed under them and leased it again. */

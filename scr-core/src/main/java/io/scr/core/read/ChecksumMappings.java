@@ -116,15 +116,32 @@ final class ChecksumMappings {
    */
   static void release(MappedByteBuffer mapping) {
     try {
+      zeroPages(mapping, "a meta file");
+    } finally {
+      LIVE.decrementAndGet();
+    }
+  }
+
+  /**
+   * Replaces the pages of {@code mapping} (made at file offset 0, so page-aligned) with private
+   * zero pages: the file is no longer mapped, a late read sees zeros rather than faulting, and the
+   * JDK's cleaner unmaps the range once the buffer is unreachable. Shared by meta and block-file
+   * ({@link ReplicaFiles#mapData}) mappings. On failure the file stays mapped until the garbage
+   * collector unmaps it (memory and disk space held longer; nothing is ever unmapped under a
+   * reader).
+   *
+   * @param what names the file kind in the warning
+   */
+  static void zeroPages(MappedByteBuffer mapping, String what) {
+    try {
       long address = NativeIo.addressOf(mapping);
-      // A mapping made at file offset 0 starts on a page; mmap rounds the length up to pages.
+      // mmap rounds the length up to pages.
       NativeIo.replaceWithZeroPages(address, mapping.capacity());
     } catch (IOException | RuntimeException e) {
       LOG.warn(
-          "releasing a meta file mapping failed; it stays mapped until garbage collected: {}",
+          "releasing the mapping of {} failed; it stays mapped until garbage collected: {}",
+          what,
           e.toString());
-    } finally {
-      LIVE.decrementAndGet();
     }
   }
 }

@@ -1,9 +1,14 @@
 package io.scr.core.read;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.Closeable;
+import java.io.EOFException;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The open files of one local replica: the block data and its meta file (checksums), with the
@@ -26,8 +31,22 @@ import java.nio.channels.FileChannel;
  * a lease used after its close (a caller's bug) fails with an exception, never a crash. The replica
  * cache closes a replica only after its last lease. Reads use positional {@code FileChannel.read}
  * and absolute buffer reads, safe from many threads at once.
+ *
+ * <p><b>The block file mapping (zero-copy reads).</b> {@link #mapData} maps the block file
+ * read-only on first use, charged to a {@link MappingBudget}, and hands out read-only slices of it.
+ * A slice is valid while the lease it was taken under is open: the cache closes this replica only
+ * after its last lease, so {@link #close()} releases the mapping only when no slice lent out can
+ * still be in use, and releases it the way meta mappings are released ({@link
+ * ChecksumMappings#zeroPages}): a slice read after that (a caller that never gave its buffer back)
+ * reads zeros, and the address range is unmapped by the garbage collector with the last slice.
+ * Should the DataNode truncate the block file under a live mapping, a read of a page past the new
+ * end raises {@code InternalError} in the reading thread (the JVM turns the {@code SIGBUS} into
+ * it); {@link #mapData} checks the file still covers the range before lending it, so such a read is
+ * refused with an {@code EOFException} instead.
  */
 public final class ReplicaFiles implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(ReplicaFiles.class);
+
   private final FileChannel data;
   private final FileChannel meta;
   private final MetaHeader header;
@@ -38,6 +57,18 @@ public final class ReplicaFiles implements Closeable {
   private final MappedByteBuffer sums;
 
   private volatile boolean closed;
+
+  /** The block file mapped read-only for zero-copy reads; null until {@link #mapData} maps it. */
+  @GuardedBy("this")
+  private MappedByteBuffer dataMap;
+
+  /** The budget {@link #dataMap} is charged to. */
+  @GuardedBy("this")
+  private MappingBudget dataMapBudget;
+
+  /** Set when mapping the block file failed: not tried again for this replica. */
+  @GuardedBy("this")
+  private boolean dataMapFailed;
 
   /**
    * Takes ownership of both channels; checksums will be pread.
@@ -151,7 +182,78 @@ public final class ReplicaFiles implements Closeable {
     return closed;
   }
 
-  /** Closes both channels and releases the meta file mapping; idempotent. */
+  /**
+   * A read-only slice of the mapped block file: {@code length} bytes at {@code offset}, position 0,
+   * valid while the caller's lease on this replica is open (see the class javadoc). The block file
+   * is mapped on the first call, whole (up to 2 GiB), and charged to {@code budget}; later calls
+   * reuse the mapping and allocate only the slice.
+   *
+   * @return the slice, or null when the block file cannot be mapped: mapping is unavailable in this
+   *     JVM ({@link ChecksumMappings#isAvailable()}), the budget is full, the range lies past 2
+   *     GiB, the replica is closed, or mapping failed once before
+   * @throws EOFException if the block file no longer covers the range (truncated under the replica)
+   * @throws IOException if its size cannot be read (the channel was closed)
+   */
+  public ByteBuffer mapData(long offset, int length, MappingBudget budget) throws IOException {
+    if (offset < 0 || length <= 0 || offset + length > this.length) {
+      throw new IllegalArgumentException(
+          "range [" + offset + ", +" + length + ") is outside " + blockName + " of " + this.length);
+    }
+    MappedByteBuffer map = dataMapping(budget);
+    if (map == null || offset + length > map.capacity()) {
+      return null;
+    }
+    // A page past a truncated file's end faults (SIGBUS) when touched: lend nothing it no longer
+    // holds. One fstat; a truncation after this check is met by the reader (see the class javadoc).
+    long size = data.size();
+    if (size < offset + length) {
+      throw new EOFException(
+          "the block file of "
+              + blockName
+              + " was truncated to "
+              + size
+              + " bytes under its replica (opened with "
+              + this.length
+              + "); not reading ["
+              + offset
+              + ", +"
+              + length
+              + ") from its mapping");
+    }
+    ByteBuffer view = map.duplicate();
+    view.limit((int) (offset + length)).position((int) offset);
+    return view.slice().asReadOnlyBuffer();
+  }
+
+  private synchronized MappedByteBuffer dataMapping(MappingBudget budget) {
+    if (dataMap != null || closed || dataMapFailed || !ChecksumMappings.isAvailable()) {
+      return closed ? null : dataMap;
+    }
+    long size = Math.min(length, Integer.MAX_VALUE);
+    if (!budget.tryAcquire(size)) {
+      return null;
+    }
+    try {
+      dataMap = data.map(FileChannel.MapMode.READ_ONLY, 0, size);
+      dataMapBudget = budget;
+      return dataMap;
+    } catch (IOException | RuntimeException e) {
+      budget.release(size);
+      dataMapFailed = true;
+      LOG.debug("mapping the block file of {} failed; it is read by copy", blockName, e);
+      return null;
+    }
+  }
+
+  /** Whether the block file is mapped (for tests and diagnostics). */
+  synchronized boolean isDataMapped() {
+    return dataMap != null;
+  }
+
+  /**
+   * Closes both channels and releases the meta and block file mappings; idempotent. The cache calls
+   * it after the replica's last lease, so no slice lent by {@link #mapData} is still in use.
+   */
   @Override
   public synchronized void close() throws IOException {
     if (closed) {
@@ -164,8 +266,15 @@ public final class ReplicaFiles implements Closeable {
       try {
         meta.close();
       } finally {
-        if (sums != null) {
-          ChecksumMappings.release(sums);
+        try {
+          if (sums != null) {
+            ChecksumMappings.release(sums);
+          }
+        } finally {
+          if (dataMap != null) {
+            ChecksumMappings.zeroPages(dataMap, "the block file of " + blockName);
+            dataMapBudget.release(dataMap.capacity());
+          }
         }
       }
     }

@@ -3,6 +3,7 @@ package io.scr.core.replica;
 import io.scr.cache.ReusableLease;
 import io.scr.core.ReplicaLease;
 import io.scr.core.read.LocalBlockReader;
+import io.scr.core.read.MappingBudget;
 import io.scr.shm.Slot;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -102,6 +103,31 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
         slot.releaseAnchor();
       }
     }
+  }
+
+  @Override
+  public ByteBuffer mapped(long blockOffset, int length, MappingBudget budget) throws IOException {
+    Replica replica = value();
+    ByteBuffer view = replica.files().mapData(blockOffset, length, budget);
+    if (view != null) {
+      replica.counters().recordRead(length);
+    }
+    return view;
+  }
+
+  @Override
+  public boolean tryAnchor() {
+    Slot slot = value().slot();
+    return slot != null && slot.tryAnchor();
+  }
+
+  @Override
+  public void releaseAnchor() {
+    Slot slot = value().slot();
+    if (slot == null) {
+      throw new IllegalStateException("a replica without a slot is never anchored: " + this);
+    }
+    slot.releaseAnchor();
   }
 
   /** Counts a read that returned data against the replica's socket path (two LongAdder adds). */

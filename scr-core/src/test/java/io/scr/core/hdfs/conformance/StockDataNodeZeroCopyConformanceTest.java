@@ -1,0 +1,31 @@
+package io.scr.core.hdfs.conformance;
+
+import io.scr.testing.DataNodeMode;
+import io.scr.testing.MiniDfs;
+import io.scr.testing.MiniDfsExtension;
+import java.util.List;
+import org.junit.jupiter.api.condition.DisabledIf;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Mode A (stock DataNode with libhadoop): stock's own zero-copy reads, the reference, and
+ * ScrFileSystem's, same expectations, same cluster.
+ */
+@DisabledIf(
+    value = "io.scr.core.hdfs.conformance.StockLibhadoop#unusable",
+    disabledReason = "stock DataNode needs libhadoop; see StockLibhadoop.REASON")
+class StockDataNodeZeroCopyConformanceTest extends AbstractZeroCopyConformanceTest {
+  @RegisterExtension
+  static final MiniDfsExtension DFS =
+      MiniDfs.builder().blockSize(BLOCK_SIZE).mode(DataNodeMode.STOCK_SCR).buildExtension();
+
+  @Override
+  protected MiniDfs dfs() {
+    return DFS.dfs();
+  }
+
+  @Override
+  protected List<ReadPath> paths() {
+    return List.of(ReadPath.STOCK_SCR, ReadPath.SCR_FILESYSTEM);
+  }
+}
