@@ -189,7 +189,7 @@ final class Refiller {
    * thread would leave the pool unable to grow, silently.
    */
   private void refillLoop() {
-    while (!table.isClosed()) {
+    while (!table.isClosed() && !sourceClosed) {
       try {
         refillUntilClosed();
       } catch (RuntimeException | Error e) {
@@ -205,6 +205,9 @@ final class Refiller {
       }
     }
   }
+
+  /** Set by the refill thread when the source said it is shutting down; ends the thread. */
+  private boolean sourceClosed;
 
   private void refillUntilClosed() {
     int failuresInARow = 0;
@@ -231,8 +234,12 @@ final class Refiller {
         // An Error (OutOfMemoryError, LinkageError from the native stack) is a failed fetch too:
         // the refill thread must outlive it, or the pool silently never grows again.
         table.endFetch();
-        if (table.isClosed()) {
-          // The pool closed under the fetch (its close interrupts this thread, which closes the
+        if (e instanceof SlotPoolClosedException) {
+          sourceClosed = true; // no segment will ever come from it again
+        }
+        if (table.isClosed() || sourceClosed) {
+          // The pool (or its source: the client engine closing first) closed under the fetch (its
+          // close interrupts this thread, which closes the
           // fetch's channel): the end of the pool, not a failure to report.
           LOG.debug("Fetching a shared-memory segment for {} ended by the pool's close", name);
           break;

@@ -25,6 +25,8 @@ import java.io.IOException;
 public interface SegmentSource {
   /**
    * A new segment for the pool. Throwing counts as a fetch failure; the pool backs off and retries.
+   * A source that is shutting down throws {@link SlotPoolClosedException} instead: the pool stops
+   * fetching, quietly.
    */
   Segment fetch() throws IOException;
 

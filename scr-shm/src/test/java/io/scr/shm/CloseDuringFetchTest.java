@@ -78,4 +78,45 @@ class CloseDuringFetchTest {
     assertFalse(log.contains("ClosedByInterruptException"), "a stack trace at close:\n" + log);
     assertEquals(0, pool.stats().segmentFetchFailures(), pool.stats().toString());
   }
+
+  @Test
+  void aSourceThatIsShuttingDownStopsTheRefillQuietly() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger fetches =
+        new java.util.concurrent.atomic.AtomicInteger();
+    SegmentSource closing =
+        new SegmentSource() {
+          @Override
+          public Segment fetch() throws IOException {
+            fetches.incrementAndGet();
+            throw new SlotPoolClosedException("the engine is closing");
+          }
+
+          @Override
+          public void returnSegment(Segment segment) {
+            segment.close();
+          }
+        };
+    PrintStream stderr = System.err;
+    ByteArrayOutputStream captured = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+    SlotPool pool =
+        SlotPool.newBuilder("dn-source-closing", closing, slots -> {})
+            .maxAllocationWait(Duration.ofMillis(200))
+            .build();
+    try {
+      try {
+        pool.allocate();
+      } catch (IOException expected) {
+        // no segment will come
+      }
+      Thread.sleep(300); // a refill thread that kept going would fetch again within its backoff
+    } finally {
+      pool.close();
+      System.setErr(stderr);
+    }
+    String log = captured.toString(StandardCharsets.UTF_8);
+    assertFalse(log.contains("WARN"), "a closing source is not a failure:\n" + log);
+    assertEquals(0, pool.stats().segmentFetchFailures(), pool.stats().toString());
+    assertEquals(1, fetches.get(), "the refill stopped after the source said it is closing");
+  }
 }

@@ -480,7 +480,8 @@ public final class ReplicaManager implements Closeable {
   private SegmentWatcher watcher() throws IOException {
     synchronized (watcherLock) {
       if (closed || closing) {
-        throw new IOException("replica manager " + name + " is closed");
+        // The engine is closing: its pools stop fetching quietly (not a fetch failure).
+        throw new io.scr.shm.SlotPoolClosedException("replica manager " + name + " is closed");
       }
       if (watcher == null) {
         watcher =
