@@ -128,6 +128,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
 
   private volatile BlockTable table = BlockTable.EMPTY;
 
+  /** The replica opens {@link #prefetch} queued, cancelled by {@link #close()}; null if none. */
+  private volatile OpenPrefetch prefetch;
+
   private final LongAdder shortCircuitReads = new LongAdder();
   private final LongAdder stockReads = new LongAdder();
   private final LongAdder fallbacks = new LongAdder();
@@ -536,8 +539,23 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     super.releaseBuffer(buffer); // stock's empty buffer, or its IllegalArgumentException
   }
 
+  /**
+   * Opens ahead, on the engine's prefetch threads, the replicas of up to {@code maxBlocks} of the
+   * local finalized blocks the stream holds locations for (see {@link OpenPrefetch}); returns at
+   * once. Called by {@link ScrFileSystem} right after it opened the stream.
+   */
+  void prefetch(int maxBlocks) {
+    if (maxBlocks > 0 && !closed.get()) {
+      prefetch = OpenPrefetch.start(scr, src, rebuild(null), maxBlocks);
+    }
+  }
+
   @Override
   public synchronized void close() throws IOException {
+    OpenPrefetch p = prefetch;
+    if (p != null) {
+      p.cancel(); // the blocks whose turn has not come are skipped
+    }
     if (!zeroCopyBuffers.isEmpty()) {
       LOG.warn(
           "closing {} with {} zero-copy buffers never released; releasing their replicas now"
