@@ -19,9 +19,9 @@ import org.slf4j.LoggerFactory;
  * the blocks the table holds: local socket, finalized, not corrupt). A block is skipped, and
  * counted in {@code PrefetchSkipped}, when the engine's queue is full (open() never waits for it),
  * when the replica cache is at its entry capacity (a prefetch must never evict a replica someone
- * reads), when the cache holds more than half its fd budget, when the stream closed before the
- * block's turn, or when the lease fails (the read then opens it as it would without prefetch; the
- * failure is counted by the engine as any lease failure).
+ * reads), when the cache's replicas hold half its fd budget or more, when the stream closed before
+ * the block's turn, or when the lease fails (the read then opens it as it would without prefetch;
+ * the failure is counted by the engine as any lease failure).
  *
  * <p>Thread-safety: {@link #start} runs on the opening thread, {@link #cancel} on the closing one,
  * the block tasks on prefetch threads; they share only the cancelled flag and immutable fields.
@@ -96,7 +96,9 @@ final class OpenPrefetch {
         return;
       }
       LeaseCacheStats stats = scr.cacheStats();
-      if (stats.entryCount() >= stats.capacity() || stats.openFds() > stats.fdBudget() / 2) {
+      // Half the fd budget is left to the readers, and a load at capacity would evict a replica
+      // someone reads: the prefetch stops short of both.
+      if (stats.entryCount() >= stats.capacity() || stats.openFds() >= stats.fdBudget() / 2) {
         scr.recordPrefetchSkipped(1);
         noRoom(
             "the replica cache holds "
