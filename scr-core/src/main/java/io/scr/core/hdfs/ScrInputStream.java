@@ -100,6 +100,11 @@ import org.slf4j.LoggerFactory;
  * #zeroCopyFallbacks()}, and the first one of each kind in the process is logged. No stock block
  * reader is made.
  *
+ * <p><b>Prefetch on open.</b> {@link ScrFileSystem} calls {@link #prefetch} right after it made the
+ * stream: the replicas of the first {@code scr.client.prefetch.max-blocks} local blocks are leased
+ * and released on the engine's prefetch threads ({@link OpenPrefetch}), so their first reads here
+ * are cache hits; {@link #close()} cancels those that have not run yet.
+ *
  * <p><b>Resources.</b> Holds no fds or sockets between reads, apart from the leases of zero-copy
  * buffers not yet released: each other lease is closed before the read returns, and the cached
  * replicas belong to the {@link ScrClient}. {@link #unbuffer()} therefore releases only the stock
