@@ -329,7 +329,7 @@ public final class ScrKeys {
               + " finalized blocks (in file order, among the blocks the NameNode listed on open) are"
               + " opened ahead on the engine's prefetch threads, so the first read of each is a"
               + " cache hit. Never delays open(); skipped (counted in PrefetchSkipped) when the"
-              + " queue is full, the replica cache is full or holds more than half its fd budget,"
+              + " queue is full, the replica cache is full or holds half its fd budget or more,"
               + " or the stream closed first. Per file system. 0 turns prefetch off.");
 
   /** Prefetch on open: threads per engine. */
