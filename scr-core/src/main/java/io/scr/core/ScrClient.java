@@ -88,6 +88,13 @@ public final class ScrClient implements Closeable {
   private final LongAdder misdirected = new LongAdder();
   private final FdBudgetWarning fdBudgetWarning;
   private final ClientCounters counters = new ClientCounters();
+
+  /**
+   * Opens replicas ahead for streams that prefetch on open ({@link #submitPrefetch}): bounded
+   * queue, daemon threads that start on first use and stop when idle; shut down by the last close.
+   */
+  private final java.util.concurrent.ThreadPoolExecutor prefetchExecutor;
+
   private final ScrClientMetrics metrics;
   private final boolean metricsEnabled;
   private final int summaryIntervalSeconds;
@@ -171,6 +178,21 @@ public final class ScrClient implements Closeable {
               + ": must be at least 2 (one replica holds two fds); unset it to derive the budget"
               + " from the process fd limit");
     }
+    int prefetchThreads = ScrKeys.PREFETCH_THREADS.get(conf);
+    int prefetchQueue = ScrKeys.PREFETCH_QUEUE_SIZE.get(conf);
+    if (prefetchThreads < 1 || prefetchQueue < 1) {
+      throw new IllegalArgumentException(
+          ScrKeys.PREFETCH_THREADS.name()
+              + "="
+              + prefetchThreads
+              + ", "
+              + ScrKeys.PREFETCH_QUEUE_SIZE.name()
+              + "="
+              + prefetchQueue
+              + ": both must be at least 1; turn prefetch off with "
+              + ScrKeys.PREFETCH_MAX_BLOCKS.name()
+              + "=0 instead");
+    }
     this.enabled = ScrKeys.CLIENT_ENABLED.get(conf);
     this.pathTemplates = socketPathTemplates(conf);
     this.configuredXferPort = configuredXferPort(conf);
@@ -223,6 +245,7 @@ public final class ScrClient implements Closeable {
             .counters(counters)
             .build();
     this.fdBudgetWarning = new FdBudgetWarning(context, ticker, this::cacheStats);
+    this.prefetchExecutor = prefetchExecutor(context, prefetchThreads, prefetchQueue);
     this.metrics = new ScrClientMetrics(this, counters, pool, ticker);
     this.diagnostics = new ScrClientDiagnostics(context, metrics, settings);
     this.metricsEnabled = ScrKeys.METRICS_ENABLED.get(conf);
@@ -874,6 +897,57 @@ public final class ScrClient implements Closeable {
     return replicas.absentReplicas();
   }
 
+  private static java.util.concurrent.ThreadPoolExecutor prefetchExecutor(
+      String context, int threads, int queue) {
+    java.util.concurrent.atomic.AtomicInteger serial =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.ThreadPoolExecutor executor =
+        new java.util.concurrent.ThreadPoolExecutor(
+            threads,
+            threads,
+            30,
+            java.util.concurrent.TimeUnit.SECONDS,
+            new java.util.concurrent.ArrayBlockingQueue<>(queue),
+            r -> {
+              Thread t = new Thread(r, "scr-prefetch-" + context + "-" + serial.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            },
+            new java.util.concurrent.ThreadPoolExecutor.AbortPolicy());
+    executor.allowCoreThreadTimeOut(true); // no thread exists until a stream prefetches
+    return executor;
+  }
+
+  /**
+   * Runs {@code task} (one replica open ahead of its first read) on this engine's prefetch threads,
+   * unless the engine is closed or the queue ({@code scr.client.prefetch.queue-size}) is full:
+   * never blocks. The task must count what it did with {@link #recordPrefetched} or {@link
+   * #recordPrefetchSkipped}; a task not accepted is the caller's to count.
+   *
+   * @return whether the task was queued
+   */
+  public boolean submitPrefetch(Runnable task) {
+    if (closed) {
+      return false;
+    }
+    try {
+      prefetchExecutor.execute(task);
+      return true;
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      return false; // full, or shut down by a concurrent close
+    }
+  }
+
+  /** Counts one replica a prefetch leased and released ({@code ReplicasPrefetched}). */
+  public void recordPrefetched() {
+    counters.recordPrefetched();
+  }
+
+  /** Counts {@code blocks} blocks a prefetch did not open ({@code PrefetchSkipped}). */
+  public void recordPrefetchSkipped(int blocks) {
+    counters.recordPrefetchSkipped(blocks);
+  }
+
   /** The open-replica cache's counters. */
   public LeaseCacheStats cacheStats() {
     return replicas.cacheStats();
@@ -920,6 +994,7 @@ public final class ScrClient implements Closeable {
       spareHolders.clear();
     }
     stopObservability(reporter);
+    prefetchExecutor.shutdown(); // queued prefetches see the engine closed and skip
     replicas.close();
   }
 

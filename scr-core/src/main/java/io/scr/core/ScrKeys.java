@@ -317,6 +317,41 @@ public final class ScrKeys {
               + " page cache's) are mapped at once for zero-copy reads, per file system. Beyond it"
               + " a zero-copy read copies through the caller's pool.");
 
+  // ---- prefetch on open (issue 16, deliverable 2) ----
+
+  /** Prefetch on open: blocks per file. */
+  public static final ScrKey<Integer> PREFETCH_MAX_BLOCKS =
+      scr(
+          "scr.client.prefetch.max-blocks",
+          Integer.class,
+          16,
+          "When a ScrFileSystem stream opens a file, the replicas of up to this many of its local,"
+              + " finalized blocks (in file order, among the blocks the NameNode listed on open) are"
+              + " opened ahead on the engine's prefetch threads, so the first read of each is a"
+              + " cache hit. Never delays open(); skipped (counted in PrefetchSkipped) when the"
+              + " queue is full, the replica cache is full or holds half its fd budget or more,"
+              + " or the stream closed first. Per file system. 0 turns prefetch off.");
+
+  /** Prefetch on open: threads per engine. */
+  public static final ScrKey<Integer> PREFETCH_THREADS =
+      scr(
+          "scr.client.prefetch.threads",
+          Integer.class,
+          2,
+          "Daemon threads (scr-prefetch-<context>-N) that open replicas ahead for"
+              + " scr.client.prefetch.max-blocks, per client context; started on first use and"
+              + " stopped after 30 s idle. Several threads keep several op-87 exchanges in flight.");
+
+  /** Prefetch on open: queue bound per engine. */
+  public static final ScrKey<Integer> PREFETCH_QUEUE_SIZE =
+      scr(
+          "scr.client.prefetch.queue-size",
+          Integer.class,
+          256,
+          "At most this many replica opens wait for a prefetch thread, per client context; a"
+              + " block that finds the queue full is not prefetched (counted in PrefetchSkipped)"
+              + " rather than delaying open().");
+
   /** All keys, stock ones first, in catalogue order. */
   public static List<ScrKey<?>> all() {
     return Collections.unmodifiableList(ALL);

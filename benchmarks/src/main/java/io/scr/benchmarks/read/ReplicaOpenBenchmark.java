@@ -156,6 +156,8 @@ public class ReplicaOpenBenchmark {
                   "dfs.client.context",
                   "replica-open-" + ProcessHandle.current().pid() + "-g" + number);
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
+              // Real opens on the reading thread (issue 16): no replica opened ahead on open.
+              c.setInt("scr.client.prefetch.max-blocks", 0);
             });
     return new Generation(number, fs, fs.open(new Path(FILE)));
   }

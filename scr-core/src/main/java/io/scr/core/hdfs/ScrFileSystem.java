@@ -46,6 +46,7 @@ public class ScrFileSystem extends DistributedFileSystem {
   private volatile boolean verifyChecksum = true;
   private DFSOpsCountStatistics opsCount;
   private volatile MappingBudget mappingBudget;
+  private volatile int prefetchMaxBlocks;
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
@@ -53,6 +54,7 @@ public class ScrFileSystem extends DistributedFileSystem {
     StorageStatistics ops = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
     opsCount = ops instanceof DFSOpsCountStatistics ? (DFSOpsCountStatistics) ops : null;
     mappingBudget = mappingBudget(conf);
+    prefetchMaxBlocks = Math.max(0, ScrKeys.PREFETCH_MAX_BLOCKS.get(conf));
     scr = ScrClient.acquire(conf);
   }
 
@@ -142,7 +144,10 @@ public class ScrFileSystem extends DistributedFileSystem {
     if (blocks.getErasureCodingPolicy() != null) {
       in = client.open(src, bufferSize, verifyChecksum); // striped: the stock stream throughout
     } else {
-      in = new ScrInputStream(client, src, verifyChecksum, blocks, engine, mappingBudget);
+      ScrInputStream scrIn =
+          new ScrInputStream(client, src, verifyChecksum, blocks, engine, mappingBudget);
+      scrIn.prefetch(prefetchMaxBlocks); // queues the opens; never waits for them
+      in = scrIn;
     }
     try {
       return client.createWrappedInputStream(in);

@@ -100,6 +100,11 @@ import org.slf4j.LoggerFactory;
  * #zeroCopyFallbacks()}, and the first one of each kind in the process is logged. No stock block
  * reader is made.
  *
+ * <p><b>Prefetch on open.</b> {@link ScrFileSystem} calls {@link #prefetch} right after it made the
+ * stream: the replicas of the first {@code scr.client.prefetch.max-blocks} local blocks are leased
+ * and released on the engine's prefetch threads ({@link OpenPrefetch}), so their first reads here
+ * are cache hits; {@link #close()} cancels those that have not run yet.
+ *
  * <p><b>Resources.</b> Holds no fds or sockets between reads, apart from the leases of zero-copy
  * buffers not yet released: each other lease is closed before the read returns, and the cached
  * replicas belong to the {@link ScrClient}. {@link #unbuffer()} therefore releases only the stock
@@ -127,6 +132,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   private final Map<LocatedBlock, Long> demotedUntil = new IdentityHashMap<>();
 
   private volatile BlockTable table = BlockTable.EMPTY;
+
+  /** The replica opens {@link #prefetch} queued, cancelled by {@link #close()}; null if none. */
+  private volatile OpenPrefetch prefetch;
 
   private final LongAdder shortCircuitReads = new LongAdder();
   private final LongAdder stockReads = new LongAdder();
@@ -536,8 +544,23 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     super.releaseBuffer(buffer); // stock's empty buffer, or its IllegalArgumentException
   }
 
+  /**
+   * Opens ahead, on the engine's prefetch threads, the replicas of up to {@code maxBlocks} of the
+   * local finalized blocks the stream holds locations for (see {@link OpenPrefetch}); returns at
+   * once. Called by {@link ScrFileSystem} right after it opened the stream.
+   */
+  void prefetch(int maxBlocks) {
+    if (maxBlocks > 0 && !closed.get()) {
+      prefetch = OpenPrefetch.start(scr, src, rebuild(null), maxBlocks);
+    }
+  }
+
   @Override
   public synchronized void close() throws IOException {
+    OpenPrefetch p = prefetch;
+    if (p != null) {
+      p.cancel(); // the blocks whose turn has not come are skipped
+    }
     if (!zeroCopyBuffers.isEmpty()) {
       LOG.warn(
           "closing {} with {} zero-copy buffers never released; releasing their replicas now"

@@ -52,6 +52,8 @@ public final class ClientCounters {
   private final LongAdder stockReleaseRequests = new LongAdder();
   private final LongAdder batchedReleaseRequests = new LongAdder();
   private final LongAdder batchedReleaseSlots = new LongAdder();
+  private final LongAdder prefetched = new LongAdder();
+  private final LongAdder prefetchSkipped = new LongAdder();
 
   /** Empty counters. */
   public ClientCounters() {
@@ -103,6 +105,26 @@ public final class ClientCounters {
   public void recordBatchedReleases(int requests, int slots) {
     batchedReleaseRequests.add(requests);
     batchedReleaseSlots.add(slots);
+  }
+
+  /** Records one replica a prefetch on open leased and released. */
+  public void recordPrefetched() {
+    prefetched.increment();
+  }
+
+  /** Records {@code blocks} blocks a prefetch on open did not open. */
+  public void recordPrefetchSkipped(int blocks) {
+    prefetchSkipped.add(blocks);
+  }
+
+  /** Replicas prefetches on open leased and released (opened, or found open). */
+  public long prefetched() {
+    return prefetched.sum();
+  }
+
+  /** Blocks prefetches on open skipped (queue or cache full, fd budget, stream closed, failure). */
+  public long prefetchSkipped() {
+    return prefetchSkipped.sum();
   }
 
   /** Op-88 requests sent (one slot each, one round trip each). */

@@ -129,6 +129,19 @@ public enum ClientMetric {
       Kind.COUNTER,
       "slots",
       "Slots released through op-127 BATCH_RELEASE requests"),
+  // ---- prefetch on open ----
+  REPLICAS_PREFETCHED(
+      "ReplicasPrefetched",
+      Kind.COUNTER,
+      "replicas",
+      "Replicas opened ahead when a stream opened their file (leased and released; a replica"
+          + " already open counts too)"),
+  PREFETCH_SKIPPED(
+      "PrefetchSkipped",
+      Kind.COUNTER,
+      "blocks",
+      "Local blocks a prefetch on open did not open (queue full, cache full or above half its fd"
+          + " budget, stream closed first, open failed)"),
   // ---- replicas local DataNodes do not hold ----
   ABSENT_REPLICAS_REMEMBERED(
       "AbsentReplicasRemembered",

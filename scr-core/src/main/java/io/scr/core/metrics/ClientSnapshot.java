@@ -33,6 +33,8 @@ public final class ClientSnapshot {
   final long releaseRequestsOp88;
   final long releaseRequestsBatched;
   final long releasesBatched;
+  final long replicasPrefetched;
+  final long prefetchSkipped;
   final long extensionProbes;
   final int extensionPeers;
   final long extensionFailures;
@@ -70,6 +72,8 @@ public final class ClientSnapshot {
     this.releaseRequestsOp88 = b.releaseRequestsOp88;
     this.releaseRequestsBatched = b.releaseRequestsBatched;
     this.releasesBatched = b.releasesBatched;
+    this.replicasPrefetched = b.replicasPrefetched;
+    this.prefetchSkipped = b.prefetchSkipped;
     this.extensionProbes = b.extensionProbes;
     this.extensionPeers = b.extensionPeers;
     this.extensionFailures = b.extensionFailures;
@@ -158,6 +162,19 @@ public final class ClientSnapshot {
   /** Slots released through op-127 BATCH_RELEASE requests. */
   public long releasesBatched() {
     return releasesBatched;
+  }
+
+  /** Replicas prefetches on open leased and released (opened, or found open already). */
+  public long replicasPrefetched() {
+    return replicasPrefetched;
+  }
+
+  /**
+   * Blocks prefetches on open did not open: queue full, cache full or above half its fd budget,
+   * stream closed first, or the open failed (the read then opens it as without prefetch).
+   */
+  public long prefetchSkipped() {
+    return prefetchSkipped;
   }
 
   /**
@@ -281,6 +298,8 @@ public final class ClientSnapshot {
     long releaseRequestsOp88;
     long releaseRequestsBatched;
     long releasesBatched;
+    long replicasPrefetched;
+    long prefetchSkipped;
     long extensionProbes;
     int extensionPeers;
     long extensionFailures;

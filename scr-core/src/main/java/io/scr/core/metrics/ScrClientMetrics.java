@@ -137,6 +137,8 @@ public final class ScrClientMetrics implements MetricsSource {
     b.releaseRequestsOp88 = counters.stockReleaseRequests();
     b.releaseRequestsBatched = counters.batchedReleaseRequests();
     b.releasesBatched = counters.batchedReleaseSlots();
+    b.replicasPrefetched = counters.prefetched();
+    b.prefetchSkipped = counters.prefetchSkipped();
     b.extensionProbes = client.extensions().probeCount();
     b.extensionPeers = client.extensions().extendedPathCount();
     b.extensionFailures = client.extensions().extensionFailureCount();
@@ -203,6 +205,8 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.SLOT_RELEASE_REQUESTS_OP88, s.releaseRequestsOp88);
     counter(rb, ClientMetric.SLOT_RELEASE_REQUESTS_BATCHED, s.releaseRequestsBatched);
     counter(rb, ClientMetric.SLOT_RELEASES_BATCHED, s.releasesBatched);
+    counter(rb, ClientMetric.REPLICAS_PREFETCHED, s.replicasPrefetched);
+    counter(rb, ClientMetric.PREFETCH_SKIPPED, s.prefetchSkipped);
     counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
     gauge(rb, ClientMetric.EXTENSION_PEERS, s.extensionPeers);
     counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);
