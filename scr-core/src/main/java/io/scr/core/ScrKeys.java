@@ -324,13 +324,17 @@ public final class ScrKeys {
       scr(
           "scr.client.prefetch.max-blocks",
           Integer.class,
-          16,
+          0,
           "When a ScrFileSystem stream opens a file, the replicas of up to this many of its local,"
               + " finalized blocks (in file order, among the blocks the NameNode listed on open) are"
               + " opened ahead on the engine's prefetch threads, so the first read of each is a"
               + " cache hit. Never delays open(); skipped (counted in PrefetchSkipped) when the"
               + " queue is full, the replica cache is full or holds half its fd budget or more,"
-              + " or the stream closed first. Per file system. 0 turns prefetch off.");
+              + " or the stream closed first. Per file system. 0 (the default) turns prefetch"
+              + " off; 16 covers a region's HFiles of up to 16 blocks. Off by default for now:"
+              + " a prefetch racing the first read of a block another local DataNode refuses asks"
+              + " that DataNode once more, and the prefetch threads use pooled connections of"
+              + " their own.");
 
   /** Prefetch on open: threads per engine. */
   public static final ScrKey<Integer> PREFETCH_THREADS =
