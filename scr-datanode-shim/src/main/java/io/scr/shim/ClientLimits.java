@@ -29,15 +29,65 @@ final class ClientLimits {
   /** The uid of a key whose connection was not counted here (tests driving the registry). */
   static final int NO_UID = -1;
 
-  private final int maxConnections;
-  private final int maxSegments;
-  private final int maxSlots;
-  private final int uidMaxConnections;
-  private final int uidMaxSegments;
-  private final int uidMaxSlots;
+  /**
+   * What is counted per client and per uid, with the words and keys of its "over the limit" answer.
+   * A reservation of {@code n} fails when the holder's count plus {@code n} exceeds the limit.
+   */
+  private enum Resource {
+    CONNECTIONS(
+        "connections to this DataNode's scr shim",
+        ScrShimKeys.CLIENT_MAX_CONNECTIONS,
+        "; close idle connections or raise the limit",
+        ScrShimKeys.UID_MAX_CONNECTIONS,
+        "; close idle connections or raise the limit"),
+    SEGMENTS(
+        "shared memory segments",
+        ScrShimKeys.CLIENT_MAX_SEGMENTS,
+        "",
+        ScrShimKeys.UID_MAX_SEGMENTS,
+        ""),
+    SLOTS(
+        "registered slots",
+        ScrShimKeys.CLIENT_MAX_SLOTS,
+        "; release slots (RELEASE_SHORT_CIRCUIT_FDS) or raise the limit",
+        ScrShimKeys.UID_MAX_SLOTS,
+        "; release slots (RELEASE_SHORT_CIRCUIT_FDS) or raise the limit"),
+    PENDING_FDS(
+        "fds not yet handed over",
+        ScrShimKeys.CLIENT_MAX_PENDING_FDS,
+        "; read the replies already sent",
+        ScrShimKeys.UID_MAX_PENDING_FDS,
+        "");
+
+    final String what;
+    final ScrShimKeys.Key clientKey;
+    final String clientAdvice;
+    final ScrShimKeys.Key uidKey;
+    final String uidAdvice;
+
+    Resource(
+        String what,
+        ScrShimKeys.Key clientKey,
+        String clientAdvice,
+        ScrShimKeys.Key uidKey,
+        String uidAdvice) {
+      this.what = what;
+      this.clientKey = clientKey;
+      this.clientAdvice = clientAdvice;
+      this.uidKey = uidKey;
+      this.uidAdvice = uidAdvice;
+    }
+  }
+
+  private static final int RESOURCES = Resource.values().length;
+
+  /** Per-client limits, indexed by {@link Resource#ordinal()}. */
+  private final int[] clientMax = new int[RESOURCES];
+
+  /** Per-uid limits, indexed by {@link Resource#ordinal()}. */
+  private final int[] uidMax = new int[RESOURCES];
+
   private final int totalMaxConnections;
-  private final int maxPendingFds;
-  private final int uidMaxPendingFds;
   private final int totalMaxPendingFds;
   private final long maxPendingReplyBytes;
 
@@ -100,17 +150,17 @@ final class ClientLimits {
       int uidMaxPendingFds,
       int totalMaxPendingFds,
       long maxPendingReplyBytes) {
-    this.maxPendingFds = maxPendingFds;
-    this.uidMaxPendingFds = uidMaxPendingFds;
+    clientMax[Resource.CONNECTIONS.ordinal()] = maxConnections;
+    clientMax[Resource.SEGMENTS.ordinal()] = maxSegments;
+    clientMax[Resource.SLOTS.ordinal()] = maxSlots;
+    clientMax[Resource.PENDING_FDS.ordinal()] = maxPendingFds;
+    uidMax[Resource.CONNECTIONS.ordinal()] = uidMaxConnections;
+    uidMax[Resource.SEGMENTS.ordinal()] = uidMaxSegments;
+    uidMax[Resource.SLOTS.ordinal()] = uidMaxSlots;
+    uidMax[Resource.PENDING_FDS.ordinal()] = uidMaxPendingFds;
+    this.totalMaxConnections = totalMaxConnections;
     this.totalMaxPendingFds = totalMaxPendingFds;
     this.maxPendingReplyBytes = maxPendingReplyBytes;
-    this.maxConnections = maxConnections;
-    this.maxSegments = maxSegments;
-    this.maxSlots = maxSlots;
-    this.uidMaxConnections = uidMaxConnections;
-    this.uidMaxSegments = uidMaxSegments;
-    this.uidMaxSlots = uidMaxSlots;
-    this.totalMaxConnections = totalMaxConnections;
   }
 
   static ClientLimits from(ShimConfig c) {
@@ -136,24 +186,9 @@ final class ClientLimits {
    * DataNode's own block I/O.
    */
   synchronized String reserveFds(int pid, int n) {
-    Usage u = clients.computeIfAbsent(pid, p -> new Usage(NO_UID));
-    Usage uu = uidUsage(u);
-    String over = null;
-    if (u.pendingFds + n > maxPendingFds) {
-      over =
-          over(PeerIdentity.describe(pid), u.pendingFds, "fds not yet handed over")
-              + ScrShimKeys.CLIENT_MAX_PENDING_FDS
-              + "="
-              + maxPendingFds
-              + "); read the replies already sent";
-    } else if (uu != null && uu.pendingFds + n > uidMaxPendingFds) {
-      over =
-          over(describeUid(u.uid), uu.pendingFds, "fds not yet handed over")
-              + ScrShimKeys.UID_MAX_PENDING_FDS
-              + "="
-              + uidMaxPendingFds
-              + ")";
-    } else if (totalPendingFds + n > totalMaxPendingFds) {
+    String over = reserve(pid, NO_UID, Resource.PENDING_FDS, n);
+    if (over == null && totalPendingFds + n > totalMaxPendingFds) {
+      release(pid, Resource.PENDING_FDS, n);
       over =
           "the scr shim already has "
               + totalPendingFds
@@ -163,29 +198,15 @@ final class ClientLimits {
               + totalMaxPendingFds
               + ")";
     }
-    if (over != null) {
-      dropIfIdle(pid, u);
-      return over;
+    if (over == null) {
+      totalPendingFds += n;
     }
-    u.pendingFds += n;
-    if (uu != null) {
-      uu.pendingFds += n;
-    }
-    totalPendingFds += n;
-    return null;
+    return over;
   }
 
   synchronized void releaseFds(int pid, int n) {
     totalPendingFds -= n;
-    Usage u = clients.get(pid);
-    if (u != null) {
-      u.pendingFds -= n;
-      Usage uu = uidUsage(u);
-      if (uu != null) {
-        uu.pendingFds -= n;
-      }
-      dropIfIdle(pid, u);
-    }
+    release(pid, Resource.PENDING_FDS, n);
   }
 
   /**
@@ -249,135 +270,29 @@ final class ClientLimits {
    * exceeds the client's or the uid's limit (then nothing is counted).
    */
   synchronized String openConnection(int pid, int uid) {
-    Usage u = clients.get(pid);
-    if (u == null) {
-      u = new Usage(uid);
-      clients.put(pid, u);
-    }
-    Usage uu = uidUsage(u);
-    String over = null;
-    if (u.connections >= maxConnections) {
-      over =
-          over(PeerIdentity.describe(pid), u.connections, "connections to this DataNode's scr shim")
-              + ScrShimKeys.CLIENT_MAX_CONNECTIONS
-              + "="
-              + maxConnections
-              + "); close idle connections or raise the limit";
-    } else if (uu != null && uu.connections >= uidMaxConnections) {
-      over =
-          over(describeUid(u.uid), uu.connections, "connections to this DataNode's scr shim")
-              + ScrShimKeys.UID_MAX_CONNECTIONS
-              + "="
-              + uidMaxConnections
-              + "); close idle connections or raise the limit";
-    }
-    if (over != null) {
-      dropIfIdle(pid, u);
-      return over;
-    }
-    u.connections++;
-    if (uu != null) {
-      uu.connections++;
-    }
-    return null;
+    return reserve(pid, uid, Resource.CONNECTIONS, 1);
   }
 
   synchronized void closeConnection(int pid) {
-    Usage u = clients.get(pid);
-    if (u != null) {
-      u.connections--;
-      Usage uu = uidUsage(u);
-      if (uu != null) {
-        uu.connections--;
-      }
-      dropIfIdle(pid, u);
-    }
+    release(pid, Resource.CONNECTIONS, 1);
   }
 
   /** Counts a new segment; returns null, or why it exceeds the limit (then nothing counted). */
   synchronized String addSegment(int pid) {
-    Usage u = clients.computeIfAbsent(pid, p -> new Usage(NO_UID));
-    Usage uu = uidUsage(u);
-    String over = null;
-    if (u.segments >= maxSegments) {
-      over =
-          over(PeerIdentity.describe(pid), u.segments, "shared memory segments")
-              + ScrShimKeys.CLIENT_MAX_SEGMENTS
-              + "="
-              + maxSegments
-              + ")";
-    } else if (uu != null && uu.segments >= uidMaxSegments) {
-      over =
-          over(describeUid(u.uid), uu.segments, "shared memory segments")
-              + ScrShimKeys.UID_MAX_SEGMENTS
-              + "="
-              + uidMaxSegments
-              + ")";
-    }
-    if (over != null) {
-      dropIfIdle(pid, u);
-      return over;
-    }
-    u.segments++;
-    if (uu != null) {
-      uu.segments++;
-    }
-    return null;
+    return reserve(pid, NO_UID, Resource.SEGMENTS, 1);
   }
 
   synchronized void removeSegment(int pid) {
-    Usage u = clients.get(pid);
-    if (u != null) {
-      u.segments--;
-      Usage uu = uidUsage(u);
-      if (uu != null) {
-        uu.segments--;
-      }
-      dropIfIdle(pid, u);
-    }
+    release(pid, Resource.SEGMENTS, 1);
   }
 
   /** Counts a new slot; returns null, or why it exceeds the limit (then nothing counted). */
   synchronized String addSlot(int pid) {
-    Usage u = clients.computeIfAbsent(pid, p -> new Usage(NO_UID));
-    Usage uu = uidUsage(u);
-    String over = null;
-    if (u.slots >= maxSlots) {
-      over =
-          over(PeerIdentity.describe(pid), u.slots, "registered slots")
-              + ScrShimKeys.CLIENT_MAX_SLOTS
-              + "="
-              + maxSlots
-              + "); release slots (RELEASE_SHORT_CIRCUIT_FDS) or raise the limit";
-    } else if (uu != null && uu.slots >= uidMaxSlots) {
-      over =
-          over(describeUid(u.uid), uu.slots, "registered slots")
-              + ScrShimKeys.UID_MAX_SLOTS
-              + "="
-              + uidMaxSlots
-              + "); release slots (RELEASE_SHORT_CIRCUIT_FDS) or raise the limit";
-    }
-    if (over != null) {
-      dropIfIdle(pid, u);
-      return over;
-    }
-    u.slots++;
-    if (uu != null) {
-      uu.slots++;
-    }
-    return null;
+    return reserve(pid, NO_UID, Resource.SLOTS, 1);
   }
 
   synchronized void removeSlots(int pid, int n) {
-    Usage u = clients.get(pid);
-    if (u != null) {
-      u.slots -= n;
-      Usage uu = uidUsage(u);
-      if (uu != null) {
-        uu.slots -= n;
-      }
-      dropIfIdle(pid, u);
-    }
+    release(pid, Resource.SLOTS, n);
   }
 
   /** Number of client processes with anything open. */
@@ -390,8 +305,69 @@ final class ClientLimits {
     return uids.size();
   }
 
-  private static String over(String who, int held, String what) {
-    return who + " already holds " + held + " " + what + ", the limit (";
+  /**
+   * Counts {@code n} of {@code r} for client {@code pid} and its uid; null, or why that exceeds the
+   * client's or the uid's limit (then nothing is counted). A client seen for the first time is
+   * filed under {@code uidIfNew}.
+   */
+  @GuardedBy("this")
+  private String reserve(int pid, int uidIfNew, Resource r, int n) {
+    Usage u = clients.computeIfAbsent(pid, p -> new Usage(uidIfNew));
+    String over = reserveCheck(pid, u, r, n);
+    if (over != null) {
+      dropIfIdle(pid, u);
+      return over;
+    }
+    u.held[r.ordinal()] += n;
+    Usage uu = uidUsage(u);
+    if (uu != null) {
+      uu.held[r.ordinal()] += n;
+    }
+    return null;
+  }
+
+  /** Why {@code n} more of {@code r} exceeds client {@code pid}'s or its uid's limit, or null. */
+  @GuardedBy("this")
+  private String reserveCheck(int pid, Usage u, Resource r, int n) {
+    int i = r.ordinal();
+    if (u.held[i] + n > clientMax[i]) {
+      return over(PeerIdentity.describe(pid), u.held[i], r, r.clientKey, clientMax[i])
+          + r.clientAdvice;
+    }
+    if (u.uid != NO_UID) {
+      Usage uu = uids.get(u.uid);
+      int uidHeld = uu == null ? 0 : uu.held[i];
+      if (uidHeld + n > uidMax[i]) {
+        return over(describeUid(u.uid), uidHeld, r, r.uidKey, uidMax[i]) + r.uidAdvice;
+      }
+    }
+    return null;
+  }
+
+  @GuardedBy("this")
+  private void release(int pid, Resource r, int n) {
+    Usage u = clients.get(pid);
+    if (u != null) {
+      u.held[r.ordinal()] -= n;
+      Usage uu = uidUsage(u);
+      if (uu != null) {
+        uu.held[r.ordinal()] -= n;
+      }
+      dropIfIdle(pid, u);
+    }
+  }
+
+  private static String over(String who, int held, Resource r, ScrShimKeys.Key key, int limit) {
+    return who
+        + " already holds "
+        + held
+        + " "
+        + r.what
+        + ", the limit ("
+        + key
+        + "="
+        + limit
+        + ")";
   }
 
   private static String describeUid(int uid) {
@@ -418,10 +394,10 @@ final class ClientLimits {
 
   private static final class Usage {
     final int uid;
-    int connections;
-    int segments;
-    int slots;
-    int pendingFds;
+
+    /** Counts held, indexed by {@link Resource#ordinal()}. */
+    final int[] held = new int[RESOURCES];
+
     long pendingReplyBytes;
 
     Usage(int uid) {
@@ -429,11 +405,12 @@ final class ClientLimits {
     }
 
     boolean idle() {
-      return connections <= 0
-          && segments <= 0
-          && slots <= 0
-          && pendingFds <= 0
-          && pendingReplyBytes <= 0;
+      for (int h : held) {
+        if (h > 0) {
+          return false;
+        }
+      }
+      return pendingReplyBytes <= 0;
     }
   }
 }
