@@ -46,6 +46,9 @@ public final class ResourceSnapshot {
               // static java.lang.ref.Cleaner instances: junixsocket's CleanableState (unnamed),
               // scr-shm's ShmCleaner; jnr-ffi's static NativeFinalizer reference-queue thread:
               + "|Cleaner-\\d+|scr-shm-cleaner|jnr\\.ffi\\.util\\.ref\\.internal\\.Finalizer"
+              // a DataNode's FsDatasetCache uncaching executor: Hadoop 3.4.2 never shuts it down,
+              // its idle thread ends after a 60 s keep-alive (only where a test caches blocks):
+              + "|FsDatasetCache-\\d+-.*"
               // per dfs.client.context, static in ClientContext, no public close:
               + "|org\\.apache\\.hadoop\\.hdfs\\.PeerCache@.*"
               // a DFSClient's renewer outlives its last client by a 60 s grace period:
