@@ -60,10 +60,11 @@ class CachedReplicaZeroCopyConformanceTest {
   static {
     // Before the DataNode starts: it checks the memlock limit against its max locked memory.
     NativeIO.POSIX.setCacheManipulator(new NativeIO.POSIX.NoMlockCacheManipulator());
-    // scr-core's tests have no log4j configuration, so log4j's root level is DEBUG, and at DEBUG
-    // Hadoop 3.4.2's FSEditLogAsync.logSync logs each edit after its op may have been reset for
-    // reuse: the cache ops' toString then throws (directive or pool info null) and the RPC fails
-    // with an NPE. FSEditLogAsync logs through FSEditLog's logger.
+    // At DEBUG (log4j's root level when a module has no configuration) Hadoop 3.4.2's
+    // FSEditLogAsync.logSync logs each edit after its op may have been reset for reuse: the cache
+    // ops' toString then throws (directive or pool info null) and the RPC fails with an NPE.
+    // FSEditLogAsync logs through FSEditLog's logger; src/test/resources/log4j.properties keeps
+    // Hadoop at WARN, and this holds even if that changes.
     LogManager.getLogger("org.apache.hadoop.hdfs.server.namenode.FSEditLog").setLevel(Level.INFO);
   }
 
