@@ -86,7 +86,7 @@ final class AllocationWait {
     long start = ticker.getAsLong();
     Slot slot = batcher.releaseOnCaller();
     if (slot == null) {
-      slot = allocator.tryAllocate();
+      slot = table.tryAllocate();
     }
     if (slot != null) {
       return waited(start, slot);
@@ -111,7 +111,7 @@ final class AllocationWait {
       // Re-check after queueing: a thread that freed slots before it saw our count left them in
       // the bitmap.
       if (waiters.isOldest(me)) {
-        slot = allocator.tryAllocate();
+        slot = table.tryAllocate();
         if (slot == null) {
           slot = batcher.releaseOnCaller();
         }

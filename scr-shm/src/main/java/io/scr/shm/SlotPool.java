@@ -5,6 +5,7 @@ import java.io.InterruptedIOException;
 import java.time.Duration;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -87,6 +88,11 @@ public final class SlotPool implements AutoCloseable {
   private final Maintenance maintenance;
   private final AllocationWait slowPath;
 
+  // The two counters the fast paths bump, held here: one dereference fewer per call than through
+  // PoolCounters.
+  private final LongAdder allocations = counters.allocations;
+  private final LongAdder releases = counters.releases;
+
   private SlotPool(Builder b) {
     this.name = b.name;
     this.table = new SegmentTable(name, b.source, counters);
@@ -133,11 +139,11 @@ public final class SlotPool implements AutoCloseable {
    * @throws InterruptedIOException when interrupted while waiting (interrupt status restored)
    */
   public Slot allocate() throws IOException {
-    Slot slot = allocator.tryAllocate();
+    Slot slot = table.tryAllocate();
     if (slot == null) {
       return slowPath.allocate();
     }
-    counters.allocations.increment();
+    allocations.increment();
     return slot;
   }
 
@@ -154,7 +160,7 @@ public final class SlotPool implements AutoCloseable {
   public void release(Slot slot) {
     PooledSegment entry = entryOf(slot);
     boolean firstInWord = entry.markPending(slot.index());
-    counters.releases.increment();
+    releases.increment();
     if (table.isClosed()) {
       processAfterClose();
     } else if (firstInWord) {
@@ -178,7 +184,7 @@ public final class SlotPool implements AutoCloseable {
     PooledSegment entry = entryOf(slot);
     slot.makeInvalid();
     entry.freeDirectly(slot.index());
-    counters.releases.increment();
+    releases.increment();
     if (table.isClosed()) {
       processAfterClose();
       return;
