@@ -33,6 +33,14 @@ import org.apache.hadoop.fs.ChecksumException;
  *       heap {@code FileChannel} read makes anyway), so no {@code ByteBuffer} wraps the array.
  * </ul>
  *
+ * <p><b>Mapped reads</b> (off unless constructed with a {@link MappedReads} policy): every {@code
+ * pread} of data above becomes a copy from the replica's block-file mapping once the replica is hot
+ * (see {@link MappedReads}); verification is the same, over the copy, never over the mapping. With
+ * the meta file mapped too, such a read makes no syscall at all. A copy that meets a page the block
+ * file no longer has (truncated under the reader) and surfaces in the copying frame as the JVM's
+ * {@code InternalError} throws an {@code IOException}; the JVM may also deliver that error later,
+ * outside scr (the residual risk {@link MappedReads} describes).
+ *
  * <p>"One {@code pread} of checksums" applies only when the meta file is not mapped ({@link
  * ReplicaFiles#open} maps it when it can): with the mapping, the checksums are memory reads and a
  * verified read makes exactly the data {@code pread} a raw read makes.
@@ -56,6 +64,9 @@ public final class LocalBlockReader {
   private final int scratchBytes;
   private final ThreadLocal<ScratchHolder> scratch;
 
+  /** The mapped-read policy, or null: every read is a {@code pread}. */
+  private final MappedReads mapped;
+
   /**
    * Every thread's holder, so that {@link #close()} can empty them. Weak: a holder goes with its
    * thread. Guarded by its own monitor; touched once per thread and by close.
@@ -69,6 +80,15 @@ public final class LocalBlockReader {
    * @param scratchBytes size of the per-thread scratch for unaligned checksummed reads
    */
   public LocalBlockReader(int scratchBytes) {
+    this(scratchBytes, null);
+  }
+
+  /**
+   * @param scratchBytes size of the per-thread scratch for unaligned checksummed reads
+   * @param mapped the mapped-read policy, or null for none (every read a {@code pread})
+   */
+  public LocalBlockReader(int scratchBytes, MappedReads mapped) {
+    this.mapped = mapped;
     if (scratchBytes < 512) {
       throw new IllegalArgumentException("scratch must be at least 512 bytes: " + scratchBytes);
     }
@@ -137,14 +157,15 @@ public final class LocalBlockReader {
       return 0;
     }
     MetaHeader header = replica.header();
+    Scratch s = scratch();
+    ByteBuffer map = mapping(replica, position, want, header.bytesPerChecksum(), s);
     if (!verify || header.type() == MetaHeader.TYPE_NULL) {
-      return readInto(replica.data(), dst, position, want, replica);
+      return readInto(replica, map, dst, position, want);
     }
     int bpc = header.bytesPerChecksum();
     long end = position + want;
     boolean startAligned = position % bpc == 0;
     boolean endAligned = end % bpc == 0 || end == length;
-    Scratch s = scratch();
     if (startAligned && (endAligned || want >= bpc)) {
       if (!endAligned) {
         want -= (int) (end % bpc);
@@ -153,9 +174,48 @@ public final class LocalBlockReader {
       if (want > maxBytes) {
         want = (int) maxBytes;
       }
-      return readDirectVerified(replica, position, dst, want, s, fileName);
+      return readDirectVerified(replica, map, position, dst, want, s, fileName);
     }
-    return readViaScratch(replica, position, dst, want, s, fileName);
+    return readViaScratch(replica, map, position, dst, want, s, fileName);
+  }
+
+  /**
+   * A view of the replica's block-file mapping to copy {@code [position, position + want)} (and the
+   * chunks around it) from, or null when the read is a {@code pread}: no mapped-read policy, the
+   * replica not hot yet, or its block file not mappable (counted as a fallback). The view is this
+   * thread's, reused while the replica stays the same; its position and limit are the caller's.
+   */
+  private ByteBuffer mapping(ReplicaFiles replica, long position, int want, int bpc, Scratch s) {
+    MappedReads policy = mapped;
+    if (policy == null) {
+      return null;
+    }
+    MappedByteBuffer map = replica.dataMapping();
+    if (map == null) {
+      int reads = replica.noteUnmappedRead();
+      if (reads < policy.minReads()) {
+        return null;
+      }
+      map = replica.mapForReads(policy.budget(), reads);
+      if (map == null) {
+        if (!replica.isClosed()) {
+          policy.recordFallback(replica, "its block file could not be mapped");
+        }
+        return null;
+      }
+    }
+    // The covering chunks end at most one chunk past the request, and never past the replica.
+    long coveringEnd = Math.min(position + want + bpc, replica.length());
+    if (coveringEnd > map.capacity()) {
+      policy.recordFallback(replica, "the read lies past 2 GiB into the block file");
+      return null;
+    }
+    policy.recordRead();
+    if (s.mapView == null || s.mapViewOf != map) {
+      s.mapViewOf = map;
+      s.mapView = map.duplicate();
+    }
+    return s.mapView;
   }
 
   /**
@@ -191,31 +251,49 @@ public final class LocalBlockReader {
     }
     MetaHeader header = replica.header();
     Scratch s = scratch();
+    ByteBuffer map = mapping(replica, position, want, header.bytesPerChecksum(), s);
+    boolean unverified = !verify || header.type() == MetaHeader.TYPE_NULL;
+    if (map != null && unverified) {
+      // Straight from the mapping into the array: one copy, as a pread would make.
+      positionView(map, position, want);
+      try {
+        map.get(buf, off, want);
+      } catch (InternalError e) {
+        throw mappedFault(replica, position, e);
+      }
+      return want;
+    }
     ByteBuffer data = s.data(header.bytesPerChecksum());
     int n;
-    if (!verify || header.type() == MetaHeader.TYPE_NULL) {
+    if (unverified) {
       data.clear().limit(want);
-      n = readFully(replica.data(), data, position, want);
+      n = readFully(replica, map, data, position, want);
       if (n == 0) {
         throw shortData(replica, position, want, 0);
       }
       data.flip();
     } else {
-      n = fillScratch(replica, position, want, s, fileName);
+      n = fillScratch(replica, map, position, want, s, fileName);
     }
     data.get(buf, off, n);
     return n;
   }
 
   private int readDirectVerified(
-      ReplicaFiles replica, long position, ByteBuffer dst, int want, Scratch s, String fileName)
+      ReplicaFiles replica,
+      ByteBuffer map,
+      long position,
+      ByteBuffer dst,
+      int want,
+      Scratch s,
+      String fileName)
       throws IOException {
     int start = dst.position();
     int limit = dst.limit();
     dst.limit(start + want);
     int n;
     try {
-      n = readFully(replica.data(), dst, position, want);
+      n = readFully(replica, map, dst, position, want);
     } finally {
       dst.limit(limit);
     }
@@ -235,9 +313,15 @@ public final class LocalBlockReader {
   }
 
   private int readViaScratch(
-      ReplicaFiles replica, long position, ByteBuffer dst, int want, Scratch s, String fileName)
+      ReplicaFiles replica,
+      ByteBuffer map,
+      long position,
+      ByteBuffer dst,
+      int want,
+      Scratch s,
+      String fileName)
       throws IOException {
-    int n = fillScratch(replica, position, want, s, fileName);
+    int n = fillScratch(replica, map, position, want, s, fileName);
     dst.put(s.data);
     return n;
   }
@@ -247,7 +331,8 @@ public final class LocalBlockReader {
    * scratch, into the scratch; returns how many of the requested bytes it holds (at least one),
    * with the scratch's position and limit around them.
    */
-  private int fillScratch(ReplicaFiles replica, long position, int want, Scratch s, String fileName)
+  private int fillScratch(
+      ReplicaFiles replica, ByteBuffer map, long position, int want, Scratch s, String fileName)
       throws IOException {
     MetaHeader header = replica.header();
     int bpc = header.bytesPerChecksum();
@@ -260,7 +345,7 @@ public final class LocalBlockReader {
     int span = (int) (alignedEnd - alignedStart);
     want = (int) Math.min(want, alignedEnd - position);
     data.clear().limit(span);
-    int n = readFully(replica.data(), data, alignedStart, span);
+    int n = readFully(replica, map, data, alignedStart, span);
     if (n < span) {
       throw shortData(replica, alignedStart, span, n);
     }
@@ -416,12 +501,12 @@ public final class LocalBlockReader {
   }
 
   private static int readInto(
-      FileChannel ch, ByteBuffer dst, long position, int want, ReplicaFiles replica)
+      ReplicaFiles replica, ByteBuffer map, ByteBuffer dst, long position, int want)
       throws IOException {
     int limit = dst.limit();
     dst.limit(dst.position() + want);
     try {
-      int n = readFully(ch, dst, position, want);
+      int n = readFully(replica, map, dst, position, want);
       if (n == 0) {
         throw shortData(replica, position, want, 0);
       }
@@ -429,6 +514,50 @@ public final class LocalBlockReader {
     } finally {
       dst.limit(limit);
     }
+  }
+
+  /**
+   * Reads {@code want} bytes at {@code position} into {@code dst}: a copy from {@code map} (the
+   * replica's block-file mapping, a view this thread owns) when there is one, else {@code pread}s.
+   */
+  private static int readFully(
+      ReplicaFiles replica, ByteBuffer map, ByteBuffer dst, long position, int want)
+      throws IOException {
+    if (map == null) {
+      return readFully(replica.data(), dst, position, want);
+    }
+    positionView(map, position, want);
+    try {
+      dst.put(map);
+    } catch (InternalError e) {
+      throw mappedFault(replica, position, e);
+    }
+    return want;
+  }
+
+  /** Points this thread's view of a mapping at {@code [position, position + want)}. */
+  private static void positionView(ByteBuffer view, long position, int want) {
+    view.clear();
+    view.position((int) position).limit((int) (position + want));
+  }
+
+  /**
+   * What a copy out of a block-file mapping (an {@code Unsafe} copy) throws when it met a page the
+   * block file no longer has (truncated under the reader, or a disk error): the JVM turns the
+   * {@code SIGBUS} into an {@code InternalError}, caught where it surfaces in the copying frame;
+   * the JVM may instead deliver it later (see {@link MappedReads}).
+   */
+  private static IOException mappedFault(ReplicaFiles replica, long position, InternalError e) {
+    return new IOException(
+        "the block file of "
+            + replica.blockName()
+            + " faulted under a mapped read at block offset "
+            + position
+            + " (truncated under the replica, opened with "
+            + replica.length()
+            + " bytes, or a disk error); turn scr.client.read.mapped.enabled off if this"
+            + " recurs",
+        e);
   }
 
   private static int readFully(FileChannel ch, ByteBuffer dst, long position, int want)
@@ -483,6 +612,15 @@ public final class LocalBlockReader {
 
     /** Index of the first checksum in the buffer {@code readSums} returned last. */
     int sumsBase;
+
+    /**
+     * A view of {@link #mapViewOf} for mapped reads, kept so a read allocates nothing. It keeps the
+     * last mapping this thread read reachable (its address range, zero pages once its replica
+     * closed) until the thread reads another replica's or the reader closes.
+     */
+    ByteBuffer mapView;
+
+    MappedByteBuffer mapViewOf;
 
     final CRC32C crc32c = new CRC32C();
     final CRC32 crc32 = new CRC32();
