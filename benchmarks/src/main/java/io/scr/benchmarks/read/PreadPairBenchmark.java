@@ -47,7 +47,13 @@ public class PreadPairBenchmark {
   private static final int SEQUENCE = 1 << 14;
 
   /** The scr path read beside {@code RAW_PREAD}: ScrFileSystem or the accessor, mode A or B. */
-  @Param({"SCR_FILESYSTEM", "SCR_ACCESSOR", "SCR_FILESYSTEM_SHIM", "SCR_ACCESSOR_SHIM"})
+  @Param({
+    "SCR_FILESYSTEM",
+    "SCR_ACCESSOR",
+    "SCR_FILESYSTEM_SHIM",
+    "SCR_ACCESSOR_SHIM",
+    "SCR_FILESYSTEM_MAPPED"
+  })
   ReadPathType path;
 
   @Param({"4096"})

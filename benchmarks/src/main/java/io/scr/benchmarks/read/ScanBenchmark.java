@@ -46,7 +46,8 @@ public class ScanBenchmark {
     "SCR_ACCESSOR",
     "SCR_FILESYSTEM",
     "SCR_ACCESSOR_SHIM",
-    "SCR_FILESYSTEM_SHIM"
+    "SCR_FILESYSTEM_SHIM",
+    "SCR_FILESYSTEM_MAPPED"
   })
   ReadPathType path;
 
