@@ -43,6 +43,11 @@ import org.slf4j.LoggerFactory;
  * end raises {@code InternalError} in the reading thread (the JVM turns the {@code SIGBUS} into
  * it); {@link #mapData} checks the file still covers the range before lending it, so such a read is
  * refused with an {@code EOFException} instead.
+ *
+ * <p><b>Mapped reads</b> ({@link MappedReads}, off unless configured) copy from the same one
+ * mapping, made by {@link #mapForReads} on a hot replica's read or by {@link #mapData}, whichever
+ * comes first, and released the same way. They check nothing per read (that {@code fstat} is the
+ * syscall they save): a truncation under them is the residual risk {@link MappedReads} describes.
  */
 public final class ReplicaFiles implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaFiles.class);
