@@ -51,27 +51,21 @@ class MappedBlockReadTest {
       meta.putInt((int) c.getValue());
     }
     Files.write(m, meta.array());
-    return ReplicaFiles.open(
-        FileChannel.open(d, StandardOpenOption.READ),
-        FileChannel.open(m, StandardOpenOption.READ),
-        "BP-1:blk_9_1");
+    ReplicaFiles f =
+        ReplicaFiles.open(
+            FileChannel.open(d, StandardOpenOption.READ),
+            FileChannel.open(m, StandardOpenOption.READ),
+            "BP-1:blk_9_1");
+    BLOCK_FILES.put(f, d);
+    return f;
   }
 
-  private static Path blockFile(ReplicaFiles f) throws IOException {
-    // The test's own naming: the data file sits beside its meta file in a directory of its own.
-    return Files.list(Paths.get(System.getProperty("java.io.tmpdir")))
-        .filter(p -> p.getFileName().toString().startsWith("mapped"))
-        .map(p -> p.resolve("blk"))
-        .filter(
-            p -> {
-              try {
-                return Files.size(p) == f.length();
-              } catch (IOException e) {
-                return false;
-              }
-            })
-        .findFirst()
-        .orElseThrow(IOException::new);
+  /** The block file {@link #write} wrote for each replica it opened. */
+  private static final java.util.Map<ReplicaFiles, Path> BLOCK_FILES =
+      java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+
+  private static Path blockFile(ReplicaFiles f) {
+    return BLOCK_FILES.get(f);
   }
 
   /** One read of {@code len} bytes at {@code off} through {@code reader}, whichever way. */
@@ -217,6 +211,65 @@ class MappedBlockReadTest {
       assertTrue(fb.isDataMapped(), "asked again after " + MappedReads.RETRY_INTERVAL + " reads");
       assertEquals(1, policy.budget().refusals(), "and the budget had room then");
       assertEquals(1, policy.budget().mappings());
+    }
+  }
+
+  /**
+   * The residual risk, pinned: a block file truncated under its mapping faults the copy; the JVM
+   * survives, and the reading thread sees an exception (scr's {@code IOException} when the fault
+   * surfaces in the read, an {@code EOFException} when the CRC over the bytes the aborted copy left
+   * failed first, or the JVM's {@code InternalError} delivered later), never a checksum error (a
+   * truncation is not corruption) and never the read's bytes as if nothing happened.
+   */
+  @Test
+  void aBlockFileTruncatedUnderItsMappingFailsTheReadingThreadWithoutCrashingTheJvm()
+      throws Exception {
+    byte[] data = new byte[256 * 1024];
+    new Random(9).nextBytes(data);
+    MappedReads policy = MappedReads.of(MappingBudget.of(4, 1 << 30), 1);
+    LocalBlockReader reader = new LocalBlockReader(4096, policy);
+    try (ReplicaFiles f = write(data)) {
+      assertArrayEquals(Arrays.copyOfRange(data, 0, 4096), read(reader, f, 0, 4096, true, 0));
+      assertTrue(f.isDataMapped());
+      try (FileChannel w = FileChannel.open(blockFile(f), StandardOpenOption.WRITE)) {
+        w.truncate(4096);
+      }
+      java.util.concurrent.atomic.AtomicReference<Throwable> seen =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      java.util.concurrent.atomic.AtomicReference<byte[]> returned =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      Thread t =
+          new Thread(
+              () -> {
+                long spin = 0;
+                try {
+                  returned.set(read(reader, f, 128 * 1024, 8192, true, 2));
+                  // Give an asynchronous InternalError safepoints to surface at, inside this try.
+                  for (int i = 0; i < 50_000_000; i++) {
+                    spin += i ^ (spin >>> 3);
+                  }
+                } catch (IOException | InternalError e) {
+                  seen.set(e);
+                }
+                if (spin == 42) {
+                  System.out.print(""); // keeps the loop
+                }
+              },
+              "mapped-truncated");
+      t.setUncaughtExceptionHandler((th, e) -> seen.compareAndSet(null, e));
+      t.start();
+      t.join(60_000);
+      assertFalse(t.isAlive());
+      Throwable e = seen.get();
+      System.err.println("TRUNCATED-SAW " + e + " returned " + (returned.get() != null));
+      if (e != null) e.printStackTrace();
+      assertFalse(e instanceof ChecksumException, "a truncation is not corruption: " + e);
+      assertTrue(
+          e instanceof IOException || e instanceof InternalError,
+          "the reading thread failed (it returned "
+              + (returned.get() == null ? "nothing" : returned.get().length + " bytes")
+              + "): "
+              + e);
     }
   }
 
