@@ -221,11 +221,7 @@ public final class LocalBlockReader {
       return null;
     }
     policy.recordRead();
-    if (s.mapView == null || s.mapViewOf != map) {
-      s.mapViewOf = map;
-      s.mapView = map.duplicate();
-    }
-    return s.mapView;
+    return s.view(map);
   }
 
   /**
@@ -657,6 +653,8 @@ public final class LocalBlockReader {
 
   /** Per-thread buffers and checksum engines. */
   private static final class Scratch {
+    private static final int VIEWS = 16;
+
     /** The buffer {@link #data(int)} returned last. */
     ByteBuffer data;
 
@@ -666,13 +664,25 @@ public final class LocalBlockReader {
     int sumsBase;
 
     /**
-     * A view of {@link #mapViewOf} for mapped reads, kept so a read allocates nothing. It keeps the
-     * last mapping this thread read reachable (its address range, zero pages once its replica
-     * closed) until the thread reads another replica's or the reader closes.
+     * Views of the block-file mappings this thread read last, for mapped reads, so that a read
+     * allocates nothing (a duplicate is 48 bytes): a small cache by identity hash, since random
+     * reads move among replicas. It keeps up to {@value #VIEWS} mappings reachable (their address
+     * ranges, zero pages once their replicas closed) until another mapping takes the entry or the
+     * reader closes.
      */
-    ByteBuffer mapView;
+    private final ByteBuffer[] views = new ByteBuffer[VIEWS];
 
-    MappedByteBuffer mapViewOf;
+    private final MappedByteBuffer[] viewOf = new MappedByteBuffer[VIEWS];
+
+    /** This thread's view of {@code map}, its position and limit free for the caller to set. */
+    ByteBuffer view(MappedByteBuffer map) {
+      int i = System.identityHashCode(map) & (VIEWS - 1);
+      if (viewOf[i] != map) {
+        viewOf[i] = map;
+        views[i] = map.duplicate();
+      }
+      return views[i];
+    }
 
     final CRC32C crc32c = new CRC32C();
     final CRC32 crc32 = new CRC32();

@@ -26,14 +26,17 @@ import org.slf4j.LoggerFactory;
  * <p><b>The risk, and why this is off by default.</b> A page of a mapping has no file behind it
  * once the DataNode truncates the block file (block recovery, an in-place truncate) or the disk
  * fails to read it: touching it raises {@code SIGBUS}, which the JVM turns into an {@code
- * InternalError} in the reading thread. The copy is an {@code Unsafe} copy, so the JVM survives it,
- * and where the error surfaces in the copying frame it becomes an {@code IOException}; but in
- * compiled code the JVM may deliver it asynchronously, at a later safepoint of that thread, after
- * the read returned (seen in this project's tests), where nothing of scr can catch it. Checking the
- * file's size before each read (an {@code fstat}) would cost the syscall this read exists to save.
- * Only finalized replicas are leased, and nothing past the replica's length at open is mapped or
- * read, so the risk is a truncation of a finalized block under a reader, or a disk error, both
- * rare; see docs/operations.md.
+ * InternalError} in the reading thread. The copy is an {@code Unsafe} copy, so the JVM survives it.
+ * In compiled code the JVM delivers the error asynchronously, at a later safepoint of that thread
+ * ({@code MappedBlockReadTest} saw it in the same read, during the checksum lookup or CRC after the
+ * copy): {@link LocalBlockReader} turns one that reaches it during the read into an {@code
+ * IOException}, and a CRC mismatch over a truncated block file into an {@code EOFException} rather
+ * than a checksum error. But nothing bounds where the JVM delivers it: possibly after the read
+ * returned, in the application's code, where nothing of scr can catch it. Checking the file's size
+ * before each read (an {@code fstat}) would cost the syscall this read exists to save. Only
+ * finalized replicas are leased, and nothing past the replica's length at open is mapped or read,
+ * so the risk is a truncation of a finalized block under a reader, or a disk error, both rare; see
+ * docs/operations.md.
  *
  * <p>Thread-safety: thread-safe; the counters are {@link LongAdder}s.
  */
