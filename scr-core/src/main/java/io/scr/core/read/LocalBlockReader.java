@@ -37,9 +37,11 @@ import org.apache.hadoop.fs.ChecksumException;
  * pread} of data above becomes a copy from the replica's block-file mapping once the replica is hot
  * (see {@link MappedReads}); verification is the same, over the copy, never over the mapping. With
  * the meta file mapped too, such a read makes no syscall at all. A copy that meets a page the block
- * file no longer has (truncated under the reader) and surfaces in the copying frame as the JVM's
- * {@code InternalError} throws an {@code IOException}; the JVM may also deliver that error later,
- * outside scr (the residual risk {@link MappedReads} describes).
+ * file no longer has (truncated under the reader) raises the JVM's {@code InternalError}; one that
+ * reaches the read (in the copy, or delivered later in the same read) becomes an {@code
+ * IOException}, and a CRC mismatch over a block file found shorter than at open an {@code
+ * EOFException}, never a checksum error; the JVM may also deliver the error after the read
+ * returned, outside scr (the residual risk {@link MappedReads} describes).
  *
  * <p>"One {@code pread} of checksums" applies only when the meta file is not mapped ({@link
  * ReplicaFiles#open} maps it when it can): with the mapping, the checksums are memory reads and a
@@ -193,7 +195,7 @@ public final class LocalBlockReader {
    * A view of the replica's block-file mapping to copy {@code [position, position + want)} (and the
    * chunks around it) from, or null when the read is a {@code pread}: no mapped-read policy, the
    * replica not hot yet, or its block file not mappable (counted as a fallback). The view is this
-   * thread's, reused while the replica stays the same; its position and limit are the caller's.
+   * thread's ({@link Scratch#view}); its position and limit are the caller's.
    */
   private ByteBuffer mapping(ReplicaFiles replica, long position, int want, int bpc, Scratch s) {
     MappedReads policy = mapped;
