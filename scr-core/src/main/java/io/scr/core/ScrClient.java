@@ -240,6 +240,7 @@ public final class ScrClient implements Closeable {
             .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf))
             .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf))
             .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf))
+            .mappedReads(mappedReads(conf))
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
             .fallbacks(this::countFallback)
             .counters(counters)
@@ -951,6 +952,44 @@ public final class ScrClient implements Closeable {
   /** The open-replica cache's counters. */
   public LeaseCacheStats cacheStats() {
     return replicas.cacheStats();
+  }
+
+  /**
+   * Mapped reads' policy, budget and counters ({@code MappedReads}, {@code MappedReadFallbacks}),
+   * or null when {@link ScrKeys#READ_MAPPED_ENABLED} is off.
+   */
+  public io.scr.core.read.MappedReads mappedReads() {
+    return replicas.mappedReads();
+  }
+
+  /** The mapped-read policy {@code conf} asks for, or null (off). */
+  private static io.scr.core.read.MappedReads mappedReads(Configuration conf) {
+    if (!ScrKeys.READ_MAPPED_ENABLED.get(conf)) {
+      return null;
+    }
+    int minReads = ScrKeys.READ_MAPPED_MIN_READS.get(conf);
+    int maxMappings = ScrKeys.READ_MAPPED_MAX_MAPPINGS.get(conf);
+    long maxBytes = ScrKeys.READ_MAPPED_MAX_MAPPED_BYTES.get(conf);
+    if (minReads < 1 || maxMappings < 0 || maxBytes < 0) {
+      throw new IllegalArgumentException(
+          ScrKeys.READ_MAPPED_MIN_READS.name()
+              + "="
+              + minReads
+              + ", "
+              + ScrKeys.READ_MAPPED_MAX_MAPPINGS.name()
+              + "="
+              + maxMappings
+              + ", "
+              + ScrKeys.READ_MAPPED_MAX_MAPPED_BYTES.name()
+              + "="
+              + maxBytes
+              + ": min-reads must be at least 1 and the limits not negative; turn mapped reads"
+              + " off with "
+              + ScrKeys.READ_MAPPED_ENABLED.name()
+              + "=false instead");
+    }
+    return io.scr.core.read.MappedReads.of(
+        io.scr.core.read.MappingBudget.of(maxMappings, maxBytes), minReads);
   }
 
   /** The slot pools' counters. */

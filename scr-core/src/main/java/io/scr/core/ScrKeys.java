@@ -356,6 +356,56 @@ public final class ScrKeys {
               + " block that finds the queue full is not prefetched (counted in PrefetchSkipped)"
               + " rather than delaying open().");
 
+  // ---- mapped reads: a pread that makes no syscall (issue 16, deliverable 4) ----
+
+  /** Mapped reads: the switch. */
+  public static final ScrKey<Boolean> READ_MAPPED_ENABLED =
+      scr(
+          "scr.client.read.mapped.enabled",
+          Boolean.class,
+          false,
+          "Serve reads of hot local replicas (positional and stateful) by copying from a mapping"
+              + " of the block file instead of a pread: no syscall per read, the covering checksum"
+              + " chunks verified over the copy as before. RISK, why it is off: a block file"
+              + " truncated under a reader (block recovery, an in-place truncate) or a disk read"
+              + " error faults the mapping (SIGBUS), which the JVM raises as an asynchronous"
+              + " java.lang.InternalError in the reading thread, possibly after the read returned,"
+              + " where no fallback can catch it; a pread would have failed with an IOException."
+              + " Turn it on for read-mostly data on healthy disks whose files are not truncated"
+              + " (HBase HFiles, Parquet/ORC scans). See docs/operations.md.");
+
+  /** Mapped reads: the hotness rule. */
+  public static final ScrKey<Integer> READ_MAPPED_MIN_READS =
+      scr(
+          "scr.client.read.mapped.min-reads",
+          Integer.class,
+          4,
+          "With scr.client.read.mapped.enabled, a cached replica's block file is mapped on its"
+              + " this-many-th read (1: the first), and read from the mapping from then on; a block"
+              + " file mapped already for zero-copy reads is read from that mapping at once. At"
+              + " least 1.");
+
+  /** Mapped reads: mapping budget, count. */
+  public static final ScrKey<Integer> READ_MAPPED_MAX_MAPPINGS =
+      scr(
+          "scr.client.read.mapped.max-mappings",
+          Integer.class,
+          1024,
+          "At most this many block files are mapped at once for mapped reads, per client context"
+              + " (each is one kernel memory area; vm.max_map_count bounds them for the process); a"
+              + " mapping lives as long as its cached replica. Beyond it a hot replica is read by"
+              + " pread, counted in MappedReadFallbacks and logged once.");
+
+  /** Mapped reads: mapping budget, bytes. */
+  public static final ScrKey<Long> READ_MAPPED_MAX_MAPPED_BYTES =
+      scr(
+          "scr.client.read.mapped.max-mapped-bytes",
+          Long.class,
+          128L << 30,
+          "At most this many bytes of block files (address space, not memory: the pages are the"
+              + " page cache's) are mapped at once for mapped reads, per client context. Beyond it"
+              + " a hot replica is read by pread, counted in MappedReadFallbacks.");
+
   /** All keys, stock ones first, in catalogue order. */
   public static List<ScrKey<?>> all() {
     return Collections.unmodifiableList(ALL);

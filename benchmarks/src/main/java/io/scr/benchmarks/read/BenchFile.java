@@ -95,9 +95,28 @@ final class BenchFile implements AutoCloseable {
     }
   }
 
+  /** Throws when the mapped path read nothing from a mapping (its figures would be the pread's). */
+  private void requireMappedReads() {
+    try (io.scr.core.ScrClient engine =
+        io.scr.core.ScrClient.acquire(reader.fileSystem().getConf())) {
+      io.scr.core.read.MappedReads mapped = engine.mappedReads();
+      if (mapped == null || mapped.reads() == 0 || mapped.fallbacks() != 0) {
+        throw new IllegalStateException(
+            path
+                + " did not read from mappings only: "
+                + (mapped == null
+                    ? "off"
+                    : mapped.reads() + " mapped reads, " + mapped.fallbacks() + " fallbacks"));
+      }
+    }
+  }
+
   @Override
   public void close() throws IOException {
     try {
+      if (path == ReadPathType.SCR_FILESYSTEM_MAPPED) {
+        requireMappedReads();
+      }
       reader.close();
     } finally {
       ReadPathType.releaseAccessorEngines();

@@ -55,7 +55,8 @@ public class PreadBenchmark {
     "SCR_ACCESSOR",
     "SCR_FILESYSTEM",
     "SCR_ACCESSOR_SHIM",
-    "SCR_FILESYSTEM_SHIM"
+    "SCR_FILESYSTEM_SHIM",
+    "SCR_FILESYSTEM_MAPPED"
   })
   ReadPathType path;
 

@@ -32,7 +32,8 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
  *       #STOCK_SCR_HBASE}, {@link #STOCK_SCR_TUNED}).
  *   <li>scr in mode A (stock DataNode with libhadoop): {@link #SCR_ACCESSOR}, {@link
  *       #SCR_FILESYSTEM}; in mode B (the scr shim DataNode plugin, no libhadoop): {@link
- *       #SCR_ACCESSOR_SHIM}, {@link #SCR_FILESYSTEM_SHIM}. scr paths run with default scr settings.
+ *       #SCR_ACCESSOR_SHIM}, {@link #SCR_FILESYSTEM_SHIM}. scr paths run with default scr settings,
+ *       but {@link #SCR_FILESYSTEM_MAPPED}: mapped reads, off by default, turned on.
  * </ul>
  */
 public enum ReadPathType {
@@ -67,7 +68,18 @@ public enum ReadPathType {
   /** Mode B: the scr replica accessor against a DataNode running the scr shim. */
   SCR_ACCESSOR_SHIM(DataNodeMode.SHIM, ReadPathType::accessor),
   /** Mode B: {@code ScrFileSystem} against a DataNode running the scr shim. */
-  SCR_FILESYSTEM_SHIM(DataNodeMode.SHIM, ReadPathType::fileSystem);
+  SCR_FILESYSTEM_SHIM(DataNodeMode.SHIM, ReadPathType::fileSystem),
+  /**
+   * Mode A: {@code ScrFileSystem} with mapped reads on ({@code scr.client.read.mapped.enabled}, off
+   * by default: a read of a hot replica is a copy from a mapping of its block file, no {@code
+   * pread}; issue 16, deliverable 4).
+   */
+  SCR_FILESYSTEM_MAPPED(
+      DataNodeMode.STOCK_SCR,
+      c -> {
+        fileSystem(c);
+        c.setBoolean("scr.client.read.mapped.enabled", true);
+      });
 
   /** The replica cache size {@link #STOCK_SCR_TUNED} sets (stock's default is 256). */
   public static final int STOCK_TUNED_CACHE_SIZE = 4096;

@@ -22,7 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * warm, through every {@link ReadPathType}: stateful {@code read(byte[], int, int)} calls on one
  * stream, starting over at the end of the file. Score: µs per 1 MiB read (so MiB/s is 10^6 /
  * score). Target (issue 7): {@code SCR_FILESYSTEM} at least 0.8x the throughput of {@code
- * RAW_PREAD}.
+ * RAW_PREAD}; issue 16: {@code SCR_FILESYSTEM_MAPPED} (mapped reads) at least 0.9x.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -46,7 +46,8 @@ public class ScanBenchmark {
     "SCR_ACCESSOR",
     "SCR_FILESYSTEM",
     "SCR_ACCESSOR_SHIM",
-    "SCR_FILESYSTEM_SHIM"
+    "SCR_FILESYSTEM_SHIM",
+    "SCR_FILESYSTEM_MAPPED"
   })
   ReadPathType path;
 

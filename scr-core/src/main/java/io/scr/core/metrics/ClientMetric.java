@@ -142,6 +142,23 @@ public enum ClientMetric {
       "blocks",
       "Local blocks a prefetch on open did not open (queue full, cache full or above half its fd"
           + " budget, stream closed first, open failed)"),
+  // ---- mapped reads (scr.client.read.mapped.enabled) ----
+  MAPPED_READS(
+      "MappedReads",
+      Kind.COUNTER,
+      "reads",
+      "Reads served by a copy from a block-file mapping, no pread (0 while mapped reads are off)"),
+  MAPPED_READ_FALLBACKS(
+      "MappedReadFallbacks",
+      Kind.COUNTER,
+      "reads",
+      "Reads of hot replicas served by pread because their block file could not be mapped"
+          + " (mapping budget full, mapping failed, past 2 GiB into the block)"),
+  MAPPED_READ_MAPPINGS(
+      "MappedReadMappings",
+      Kind.GAUGE,
+      "mappings",
+      "Block files mapped now for mapped reads (charged to their budget)"),
   // ---- replicas local DataNodes do not hold ----
   ABSENT_REPLICAS_REMEMBERED(
       "AbsentReplicasRemembered",

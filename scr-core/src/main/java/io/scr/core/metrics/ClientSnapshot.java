@@ -35,6 +35,9 @@ public final class ClientSnapshot {
   final long releasesBatched;
   final long replicasPrefetched;
   final long prefetchSkipped;
+  final long mappedReads;
+  final long mappedReadFallbacks;
+  final int mappedReadMappings;
   final long extensionProbes;
   final int extensionPeers;
   final long extensionFailures;
@@ -74,6 +77,9 @@ public final class ClientSnapshot {
     this.releasesBatched = b.releasesBatched;
     this.replicasPrefetched = b.replicasPrefetched;
     this.prefetchSkipped = b.prefetchSkipped;
+    this.mappedReads = b.mappedReads;
+    this.mappedReadFallbacks = b.mappedReadFallbacks;
+    this.mappedReadMappings = b.mappedReadMappings;
     this.extensionProbes = b.extensionProbes;
     this.extensionPeers = b.extensionPeers;
     this.extensionFailures = b.extensionFailures;
@@ -175,6 +181,21 @@ public final class ClientSnapshot {
    */
   public long prefetchSkipped() {
     return prefetchSkipped;
+  }
+
+  /** Reads served by a copy from a block-file mapping, without a pread. */
+  public long mappedReads() {
+    return mappedReads;
+  }
+
+  /** Reads of hot replicas served by pread because their block file could not be mapped. */
+  public long mappedReadFallbacks() {
+    return mappedReadFallbacks;
+  }
+
+  /** Block files mapped now for mapped reads. */
+  public int mappedReadMappings() {
+    return mappedReadMappings;
   }
 
   /**
@@ -300,6 +321,9 @@ public final class ClientSnapshot {
     long releasesBatched;
     long replicasPrefetched;
     long prefetchSkipped;
+    long mappedReads;
+    long mappedReadFallbacks;
+    int mappedReadMappings;
     long extensionProbes;
     int extensionPeers;
     long extensionFailures;

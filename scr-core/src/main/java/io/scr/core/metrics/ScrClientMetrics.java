@@ -139,6 +139,12 @@ public final class ScrClientMetrics implements MetricsSource {
     b.releasesBatched = counters.batchedReleaseSlots();
     b.replicasPrefetched = counters.prefetched();
     b.prefetchSkipped = counters.prefetchSkipped();
+    io.scr.core.read.MappedReads mapped = client.mappedReads();
+    if (mapped != null) {
+      b.mappedReads = mapped.reads();
+      b.mappedReadFallbacks = mapped.fallbacks();
+      b.mappedReadMappings = mapped.budget().mappings();
+    }
     b.extensionProbes = client.extensions().probeCount();
     b.extensionPeers = client.extensions().extendedPathCount();
     b.extensionFailures = client.extensions().extensionFailureCount();
@@ -207,6 +213,9 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.SLOT_RELEASES_BATCHED, s.releasesBatched);
     counter(rb, ClientMetric.REPLICAS_PREFETCHED, s.replicasPrefetched);
     counter(rb, ClientMetric.PREFETCH_SKIPPED, s.prefetchSkipped);
+    counter(rb, ClientMetric.MAPPED_READS, s.mappedReads);
+    counter(rb, ClientMetric.MAPPED_READ_FALLBACKS, s.mappedReadFallbacks);
+    gauge(rb, ClientMetric.MAPPED_READ_MAPPINGS, s.mappedReadMappings);
     counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
     gauge(rb, ClientMetric.EXTENSION_PEERS, s.extensionPeers);
     counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);

@@ -33,6 +33,16 @@ import org.apache.hadoop.fs.ChecksumException;
  *       heap {@code FileChannel} read makes anyway), so no {@code ByteBuffer} wraps the array.
  * </ul>
  *
+ * <p><b>Mapped reads</b> (off unless constructed with a {@link MappedReads} policy): every {@code
+ * pread} of data above becomes a copy from the replica's block-file mapping once the replica is hot
+ * (see {@link MappedReads}); verification is the same, over the copy, never over the mapping. With
+ * the meta file mapped too, such a read makes no syscall at all. A copy that meets a page the block
+ * file no longer has (truncated under the reader) raises the JVM's {@code InternalError}; one that
+ * reaches the read (in the copy, or delivered later in the same read) becomes an {@code
+ * IOException}, and a CRC mismatch over a block file found shorter than at open an {@code
+ * EOFException}, never a checksum error; the JVM may also deliver the error after the read
+ * returned, outside scr (the residual risk {@link MappedReads} describes).
+ *
  * <p>"One {@code pread} of checksums" applies only when the meta file is not mapped ({@link
  * ReplicaFiles#open} maps it when it can): with the mapping, the checksums are memory reads and a
  * verified read makes exactly the data {@code pread} a raw read makes.
@@ -56,6 +66,9 @@ public final class LocalBlockReader {
   private final int scratchBytes;
   private final ThreadLocal<ScratchHolder> scratch;
 
+  /** The mapped-read policy, or null: every read is a {@code pread}. */
+  private final MappedReads mapped;
+
   /**
    * Every thread's holder, so that {@link #close()} can empty them. Weak: a holder goes with its
    * thread. Guarded by its own monitor; touched once per thread and by close.
@@ -69,6 +82,15 @@ public final class LocalBlockReader {
    * @param scratchBytes size of the per-thread scratch for unaligned checksummed reads
    */
   public LocalBlockReader(int scratchBytes) {
+    this(scratchBytes, null);
+  }
+
+  /**
+   * @param scratchBytes size of the per-thread scratch for unaligned checksummed reads
+   * @param mapped the mapped-read policy, or null for none (every read a {@code pread})
+   */
+  public LocalBlockReader(int scratchBytes, MappedReads mapped) {
+    this.mapped = mapped;
     if (scratchBytes < 512) {
       throw new IllegalArgumentException("scratch must be at least 512 bytes: " + scratchBytes);
     }
@@ -125,6 +147,16 @@ public final class LocalBlockReader {
   public int read(
       ReplicaFiles replica, long position, ByteBuffer dst, boolean verify, String fileName)
       throws IOException {
+    try {
+      return readChecked(replica, position, dst, verify, fileName);
+    } catch (InternalError e) {
+      throw faultOrRethrow(replica, position, e);
+    }
+  }
+
+  private int readChecked(
+      ReplicaFiles replica, long position, ByteBuffer dst, boolean verify, String fileName)
+      throws IOException {
     if (position < 0) {
       throw new IllegalArgumentException("negative block offset " + position);
     }
@@ -137,14 +169,15 @@ public final class LocalBlockReader {
       return 0;
     }
     MetaHeader header = replica.header();
+    Scratch s = scratch();
+    ByteBuffer map = mapping(replica, position, want, header.bytesPerChecksum(), s);
     if (!verify || header.type() == MetaHeader.TYPE_NULL) {
-      return readInto(replica.data(), dst, position, want, replica);
+      return readInto(replica, map, dst, position, want);
     }
     int bpc = header.bytesPerChecksum();
     long end = position + want;
     boolean startAligned = position % bpc == 0;
     boolean endAligned = end % bpc == 0 || end == length;
-    Scratch s = scratch();
     if (startAligned && (endAligned || want >= bpc)) {
       if (!endAligned) {
         want -= (int) (end % bpc);
@@ -153,9 +186,44 @@ public final class LocalBlockReader {
       if (want > maxBytes) {
         want = (int) maxBytes;
       }
-      return readDirectVerified(replica, position, dst, want, s, fileName);
+      return readDirectVerified(replica, map, position, dst, want, s, fileName);
     }
-    return readViaScratch(replica, position, dst, want, s, fileName);
+    return readViaScratch(replica, map, position, dst, want, s, fileName);
+  }
+
+  /**
+   * A view of the replica's block-file mapping to copy {@code [position, position + want)} (and the
+   * chunks around it) from, or null when the read is a {@code pread}: no mapped-read policy, the
+   * replica not hot yet, or its block file not mappable (counted as a fallback). The view is this
+   * thread's ({@link Scratch#view}); its position and limit are the caller's.
+   */
+  private ByteBuffer mapping(ReplicaFiles replica, long position, int want, int bpc, Scratch s) {
+    MappedReads policy = mapped;
+    if (policy == null) {
+      return null;
+    }
+    MappedByteBuffer map = replica.dataMapping();
+    if (map == null) {
+      int reads = replica.noteUnmappedRead();
+      if (reads < policy.minReads()) {
+        return null;
+      }
+      map = replica.mapForReads(policy.budget(), reads);
+      if (map == null) {
+        if (!replica.isClosed()) {
+          policy.recordFallback(replica, "its block file could not be mapped");
+        }
+        return null;
+      }
+    }
+    // The covering chunks end at most one chunk past the request, and never past the replica.
+    long coveringEnd = Math.min(position + want + bpc, replica.length());
+    if (coveringEnd > map.capacity()) {
+      policy.recordFallback(replica, "the read lies past 2 GiB into the block file");
+      return null;
+    }
+    policy.recordRead();
+    return s.view(map);
   }
 
   /**
@@ -165,6 +233,22 @@ public final class LocalBlockReader {
    * nothing is allocated. A larger one is read straight into the array.
    */
   public int read(
+      ReplicaFiles replica,
+      long position,
+      byte[] buf,
+      int off,
+      int len,
+      boolean verify,
+      String fileName)
+      throws IOException {
+    try {
+      return readChecked(replica, position, buf, off, len, verify, fileName);
+    } catch (InternalError e) {
+      throw faultOrRethrow(replica, position, e);
+    }
+  }
+
+  private int readChecked(
       ReplicaFiles replica,
       long position,
       byte[] buf,
@@ -191,31 +275,49 @@ public final class LocalBlockReader {
     }
     MetaHeader header = replica.header();
     Scratch s = scratch();
+    ByteBuffer map = mapping(replica, position, want, header.bytesPerChecksum(), s);
+    boolean unverified = !verify || header.type() == MetaHeader.TYPE_NULL;
+    if (map != null && unverified) {
+      // Straight from the mapping into the array: one copy, as a pread would make.
+      positionView(map, position, want);
+      try {
+        map.get(buf, off, want);
+      } catch (InternalError e) {
+        throw mappedFault(replica, position, e);
+      }
+      return want;
+    }
     ByteBuffer data = s.data(header.bytesPerChecksum());
     int n;
-    if (!verify || header.type() == MetaHeader.TYPE_NULL) {
+    if (unverified) {
       data.clear().limit(want);
-      n = readFully(replica.data(), data, position, want);
+      n = readFully(replica, map, data, position, want);
       if (n == 0) {
         throw shortData(replica, position, want, 0);
       }
       data.flip();
     } else {
-      n = fillScratch(replica, position, want, s, fileName);
+      n = fillScratch(replica, map, position, want, s, fileName);
     }
     data.get(buf, off, n);
     return n;
   }
 
   private int readDirectVerified(
-      ReplicaFiles replica, long position, ByteBuffer dst, int want, Scratch s, String fileName)
+      ReplicaFiles replica,
+      ByteBuffer map,
+      long position,
+      ByteBuffer dst,
+      int want,
+      Scratch s,
+      String fileName)
       throws IOException {
     int start = dst.position();
     int limit = dst.limit();
     dst.limit(start + want);
     int n;
     try {
-      n = readFully(replica.data(), dst, position, want);
+      n = readFully(replica, map, dst, position, want);
     } finally {
       dst.limit(limit);
     }
@@ -235,9 +337,15 @@ public final class LocalBlockReader {
   }
 
   private int readViaScratch(
-      ReplicaFiles replica, long position, ByteBuffer dst, int want, Scratch s, String fileName)
+      ReplicaFiles replica,
+      ByteBuffer map,
+      long position,
+      ByteBuffer dst,
+      int want,
+      Scratch s,
+      String fileName)
       throws IOException {
-    int n = fillScratch(replica, position, want, s, fileName);
+    int n = fillScratch(replica, map, position, want, s, fileName);
     dst.put(s.data);
     return n;
   }
@@ -247,7 +355,8 @@ public final class LocalBlockReader {
    * scratch, into the scratch; returns how many of the requested bytes it holds (at least one),
    * with the scratch's position and limit around them.
    */
-  private int fillScratch(ReplicaFiles replica, long position, int want, Scratch s, String fileName)
+  private int fillScratch(
+      ReplicaFiles replica, ByteBuffer map, long position, int want, Scratch s, String fileName)
       throws IOException {
     MetaHeader header = replica.header();
     int bpc = header.bytesPerChecksum();
@@ -260,7 +369,7 @@ public final class LocalBlockReader {
     int span = (int) (alignedEnd - alignedStart);
     want = (int) Math.min(want, alignedEnd - position);
     data.clear().limit(span);
-    int n = readFully(replica.data(), data, alignedStart, span);
+    int n = readFully(replica, map, data, alignedStart, span);
     if (n < span) {
       throw shortData(replica, alignedStart, span, n);
     }
@@ -367,6 +476,19 @@ public final class LocalBlockReader {
           // corruption, and nothing to report.
           throw new java.nio.channels.ClosedChannelException();
         }
+        if (replica.dataMapping() != null && replica.data().size() < replica.length()) {
+          // A mapped read of a block file truncated under it: the faulting copy left the bytes
+          // this CRC saw (its InternalError may still be on its way). Not corruption; one fstat,
+          // on this failure path only.
+          throw new java.io.EOFException(
+              "the block file of "
+                  + replica.blockName()
+                  + " was truncated under a mapped read (opened with "
+                  + replica.length()
+                  + " bytes, now "
+                  + replica.data().size()
+                  + "); not reporting a checksum error");
+        }
         long badOffset = position + (long) i * bpc;
         throw new ChecksumException(
             "Checksum error: "
@@ -416,12 +538,12 @@ public final class LocalBlockReader {
   }
 
   private static int readInto(
-      FileChannel ch, ByteBuffer dst, long position, int want, ReplicaFiles replica)
+      ReplicaFiles replica, ByteBuffer map, ByteBuffer dst, long position, int want)
       throws IOException {
     int limit = dst.limit();
     dst.limit(dst.position() + want);
     try {
-      int n = readFully(ch, dst, position, want);
+      int n = readFully(replica, map, dst, position, want);
       if (n == 0) {
         throw shortData(replica, position, want, 0);
       }
@@ -429,6 +551,63 @@ public final class LocalBlockReader {
     } finally {
       dst.limit(limit);
     }
+  }
+
+  /**
+   * Reads {@code want} bytes at {@code position} into {@code dst}: a copy from {@code map} (the
+   * replica's block-file mapping, a view this thread owns) when there is one, else {@code pread}s.
+   */
+  private static int readFully(
+      ReplicaFiles replica, ByteBuffer map, ByteBuffer dst, long position, int want)
+      throws IOException {
+    if (map == null) {
+      return readFully(replica.data(), dst, position, want);
+    }
+    positionView(map, position, want);
+    try {
+      dst.put(map);
+    } catch (InternalError e) {
+      throw mappedFault(replica, position, e);
+    }
+    return want;
+  }
+
+  /**
+   * An {@code InternalError} that reached a read: with mapped reads on, most likely the fault of a
+   * copy out of a block-file mapping that the JVM delivered after the copy (asynchronously, at a
+   * safepoint later in the same read, as seen in {@code MappedBlockReadTest}); turned into the same
+   * {@code IOException} as one caught at the copy. Otherwise rethrown: not ours to explain.
+   */
+  private IOException faultOrRethrow(ReplicaFiles replica, long position, InternalError e) {
+    if (mapped == null) {
+      throw e;
+    }
+    return mappedFault(replica, position, e);
+  }
+
+  /** Points this thread's view of a mapping at {@code [position, position + want)}. */
+  private static void positionView(ByteBuffer view, long position, int want) {
+    view.clear();
+    view.position((int) position).limit((int) (position + want));
+  }
+
+  /**
+   * What a copy out of a block-file mapping (an {@code Unsafe} copy) throws when it met a page the
+   * block file no longer has (truncated under the reader, or a disk error): the JVM turns the
+   * {@code SIGBUS} into an {@code InternalError}, caught where it surfaces in the copying frame;
+   * the JVM may instead deliver it later (see {@link MappedReads}).
+   */
+  private static IOException mappedFault(ReplicaFiles replica, long position, InternalError e) {
+    return new IOException(
+        "the block file of "
+            + replica.blockName()
+            + " faulted under a mapped read at block offset "
+            + position
+            + " (truncated under the replica, opened with "
+            + replica.length()
+            + " bytes, or a disk error); turn scr.client.read.mapped.enabled off if this"
+            + " recurs",
+        e);
   }
 
   private static int readFully(FileChannel ch, ByteBuffer dst, long position, int want)
@@ -476,6 +655,8 @@ public final class LocalBlockReader {
 
   /** Per-thread buffers and checksum engines. */
   private static final class Scratch {
+    private static final int VIEWS = 16;
+
     /** The buffer {@link #data(int)} returned last. */
     ByteBuffer data;
 
@@ -483,6 +664,27 @@ public final class LocalBlockReader {
 
     /** Index of the first checksum in the buffer {@code readSums} returned last. */
     int sumsBase;
+
+    /**
+     * Views of the block-file mappings this thread read last, for mapped reads, so that a read
+     * allocates nothing (a duplicate is 48 bytes): a small cache by identity hash, since random
+     * reads move among replicas. It keeps up to {@value #VIEWS} mappings reachable (their address
+     * ranges, zero pages once their replicas closed) until another mapping takes the entry or the
+     * reader closes.
+     */
+    private final ByteBuffer[] views = new ByteBuffer[VIEWS];
+
+    private final MappedByteBuffer[] viewOf = new MappedByteBuffer[VIEWS];
+
+    /** This thread's view of {@code map}, its position and limit free for the caller to set. */
+    ByteBuffer view(MappedByteBuffer map) {
+      int i = System.identityHashCode(map) & (VIEWS - 1);
+      if (viewOf[i] != map) {
+        viewOf[i] = map;
+        views[i] = map.duplicate();
+      }
+      return views[i];
+    }
 
     final CRC32C crc32c = new CRC32C();
     final CRC32 crc32 = new CRC32();

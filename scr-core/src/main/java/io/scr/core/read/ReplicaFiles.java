@@ -43,6 +43,11 @@ import org.slf4j.LoggerFactory;
  * end raises {@code InternalError} in the reading thread (the JVM turns the {@code SIGBUS} into
  * it); {@link #mapData} checks the file still covers the range before lending it, so such a read is
  * refused with an {@code EOFException} instead.
+ *
+ * <p><b>Mapped reads</b> ({@link MappedReads}, off unless configured) copy from the same one
+ * mapping, made by {@link #mapForReads} on a hot replica's read or by {@link #mapData}, whichever
+ * comes first, and released the same way. They check nothing per read (that {@code fstat} is the
+ * syscall they save): a truncation under them is the residual risk {@link MappedReads} describes.
  */
 public final class ReplicaFiles implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaFiles.class);
@@ -58,9 +63,22 @@ public final class ReplicaFiles implements Closeable {
 
   private volatile boolean closed;
 
-  /** The block file mapped read-only for zero-copy reads; null until {@link #mapData} maps it. */
-  @GuardedBy("this")
-  private MappedByteBuffer dataMap;
+  /**
+   * The block file mapped read-only for zero-copy and mapped reads; null until {@link #mapData} or
+   * {@link #mapForReads} maps it. Written once, under this object's monitor; read without it by
+   * {@link #dataMapping()} (volatile), which is how a mapped read finds it without a lock.
+   */
+  private volatile MappedByteBuffer dataMap;
+
+  /**
+   * Reads while the block file was not mapped, counted for {@link MappedReads} only: a plain int,
+   * racy on purpose (a lost increment delays a mapping by a read; no lock or atomic on the read
+   * path).
+   */
+  private int unmappedReads;
+
+  /** The {@link #unmappedReads} count at which a refused mapping is asked for again (racy too). */
+  private int nextMapAttempt;
 
   /** The budget {@link #dataMap} is charged to. */
   @GuardedBy("this")
@@ -225,6 +243,41 @@ public final class ReplicaFiles implements Closeable {
     return view.slice().asReadOnlyBuffer();
   }
 
+  /**
+   * The block-file mapping for a mapped read, or null while it is not mapped or after {@link
+   * #close()} (the read then preads, and a closed channel says the replica is closed). No lock.
+   */
+  MappedByteBuffer dataMapping() {
+    MappedByteBuffer map = dataMap;
+    return closed ? null : map;
+  }
+
+  /** Counts a read made while the block file was not mapped; returns the count (approximate). */
+  int noteUnmappedRead() {
+    int n = unmappedReads + 1;
+    unmappedReads = n;
+    return n;
+  }
+
+  /**
+   * Maps the block file for {@link MappedReads}, charged to {@code budget}, unless a refusal is
+   * recent: returns the mapping (made now or before), or null when it was refused, failed or is
+   * unavailable, after which it is asked for again only {@value MappedReads#RETRY_INTERVAL} reads
+   * later.
+   *
+   * @param reads the count {@link #noteUnmappedRead} returned for this read
+   */
+  MappedByteBuffer mapForReads(MappingBudget budget, int reads) {
+    if (reads < nextMapAttempt) {
+      return null;
+    }
+    MappedByteBuffer map = dataMapping(budget);
+    if (map == null) {
+      nextMapAttempt = reads + MappedReads.RETRY_INTERVAL;
+    }
+    return map;
+  }
+
   private synchronized MappedByteBuffer dataMapping(MappingBudget budget) {
     if (dataMap != null || closed || dataMapFailed || !ChecksumMappings.isAvailable()) {
       return closed ? null : dataMap;
@@ -260,6 +313,7 @@ public final class ReplicaFiles implements Closeable {
       return;
     }
     closed = true;
+    MappedByteBuffer dataMap = this.dataMap;
     try {
       data.close();
     } finally {

@@ -72,6 +72,7 @@ public final class ReplicaManager implements Closeable {
   private final PathBackoff backoff;
   private final LeaseCache<ReplicaKey, Replica> cache;
   private final LocalBlockReader reader;
+  private final io.scr.core.read.MappedReads mappedReads;
   private final Ticker ticker;
   private final long staleAfterNanos;
   private final boolean shmEnabled;
@@ -103,7 +104,8 @@ public final class ReplicaManager implements Closeable {
     this.extensions = new PeerExtensions(b.pool, b.extensionsEnabled);
     this.backoff = b.backoff;
     this.ticker = b.ticker;
-    this.reader = new LocalBlockReader(b.scratchBytes);
+    this.reader = new LocalBlockReader(b.scratchBytes, b.mappedReads);
+    this.mappedReads = b.mappedReads;
     this.staleAfterNanos = TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs);
     this.shmEnabled = b.shmEnabled;
     this.slotLowWatermark = b.slotLowWatermark;
@@ -501,7 +503,12 @@ public final class ReplicaManager implements Closeable {
     return extensions;
   }
 
-  /** The cache's counters. */
+  /** The mapped-read policy and its counters, or null when mapped reads are off. */
+  public io.scr.core.read.MappedReads mappedReads() {
+    return mappedReads;
+  }
+
+  /** The replica cache's counters. */
   public LeaseCacheStats cacheStats() {
     return cache.stats();
   }
@@ -572,6 +579,7 @@ public final class ReplicaManager implements Closeable {
     private int slotLowWatermark = 64;
     private long slotWaitMs = 50;
     private int scratchBytes = 65536;
+    private io.scr.core.read.MappedReads mappedReads;
     private String clientName = "scr";
     private Consumer<FallbackReason> fallbacks = r -> {};
     private ClientCounters counters = new ClientCounters();
@@ -643,6 +651,12 @@ public final class ReplicaManager implements Closeable {
     /** Per-thread scratch for unaligned checksummed reads. */
     public Builder scratchBytes(int bytes) {
       this.scratchBytes = bytes;
+      return this;
+    }
+
+    /** Mapped reads of hot replicas (no pread); null (the default) for none. */
+    public Builder mappedReads(io.scr.core.read.MappedReads m) {
+      this.mappedReads = m;
       return this;
     }
 

@@ -63,6 +63,19 @@ public enum ReadPath {
       conf.setBoolean("dfs.client.read.shortcircuit", false);
       scrSockets(conf, dfs);
     }
+  },
+  /**
+   * {@link #SCR_FILESYSTEM} with mapped reads on from a replica's first read ({@code
+   * scr.client.read.mapped.enabled}, off by default): every local read after the first copies from
+   * a mapping of the block file.
+   */
+  SCR_FILESYSTEM_MAPPED(true) {
+    @Override
+    void configure(Configuration conf, MiniDfs dfs) {
+      SCR_FILESYSTEM.configure(conf, dfs);
+      conf.setBoolean("scr.client.read.mapped.enabled", true);
+      conf.setInt("scr.client.read.mapped.min-reads", 1);
+    }
   };
 
   static final String ACCESSOR_BUILDER_CLASS = "io.scr.core.hdfs.ScrReplicaAccessorBuilder";

@@ -7,7 +7,10 @@ import java.util.List;
 import org.junit.jupiter.api.condition.DisabledIf;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Mode A (stock DataNode with libhadoop): the scr read paths, ScrFileSystem and the accessor. */
+/**
+ * Mode A (stock DataNode with libhadoop): the scr read paths, ScrFileSystem (with mapped reads off,
+ * the default, and on) and the accessor.
+ */
 @DisabledIf(
     value = "io.scr.core.hdfs.conformance.StockLibhadoop#unusable",
     disabledReason = "stock DataNode needs libhadoop; see StockLibhadoop.REASON")
@@ -23,6 +26,6 @@ class ScrPathsStockDataNodeConformanceTest extends AbstractReadConformanceTest {
 
   @Override
   protected List<ReadPath> paths() {
-    return List.of(ReadPath.SCR_FILESYSTEM, ReadPath.SCR_ACCESSOR);
+    return List.of(ReadPath.SCR_FILESYSTEM, ReadPath.SCR_ACCESSOR, ReadPath.SCR_FILESYSTEM_MAPPED);
   }
 }
