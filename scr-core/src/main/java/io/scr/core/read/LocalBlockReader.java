@@ -169,10 +169,16 @@ public final class LocalBlockReader {
       return 0;
     }
     MetaHeader header = replica.header();
-    Scratch s = scratch();
-    ByteBuffer map = mapping(replica, position, want, header.bytesPerChecksum(), s);
+    // An unverified pread into the caller's buffer (HBase's path: it checks its own checksums)
+    // needs no scratch; look the thread's up only when mapped reads may need its view.
+    Scratch s = mapped == null ? null : scratch();
+    ByteBuffer map =
+        s == null ? null : mapping(replica, position, want, header.bytesPerChecksum(), s);
     if (!verify || header.type() == MetaHeader.TYPE_NULL) {
       return readInto(replica, map, dst, position, want);
+    }
+    if (s == null) {
+      s = scratch();
     }
     int bpc = header.bytesPerChecksum();
     long end = position + want;
