@@ -2,7 +2,6 @@ package io.scr.core.read;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.util.Collections;
 import java.util.Objects;
@@ -33,9 +32,9 @@ import org.apache.hadoop.fs.ChecksumException;
  *       heap {@code FileChannel} read makes anyway), so no {@code ByteBuffer} wraps the array.
  * </ul>
  *
- * <p>"One {@code pread} of checksums" applies only when the meta file is not mapped ({@link
- * ReplicaFiles#open} maps it when it can): with the mapping, the checksums are memory reads and a
- * verified read makes exactly the data {@code pread} a raw read makes.
+ * <p>"One {@code pread} of checksums" applies only when the checksums are not in memory ({@link
+ * ReplicaFiles#open} copies or maps them when it can): then they are memory reads and a verified
+ * read makes exactly the data {@code pread} a raw read makes.
  *
  * <p>A read may return fewer bytes than requested (never zero unless {@code dst} has no room); -1
  * means {@code position} is at or past the replica's length. A checksum mismatch throws {@link
@@ -284,7 +283,7 @@ public final class LocalBlockReader {
     long lastChunk = (position + len - 1) / bpc;
     int bytes = (int) (lastChunk - firstChunk + 1) * header.checksumSize();
     long offset = header.checksumOffset(firstChunk);
-    MappedByteBuffer mapped = replica.mappedSums();
+    ByteBuffer mapped = replica.sumsInMemory();
     if (mapped != null) {
       if (offset + bytes > mapped.capacity()) {
         throw metaTooShort(replica, firstChunk, (int) Math.max(0, mapped.capacity() - offset));
