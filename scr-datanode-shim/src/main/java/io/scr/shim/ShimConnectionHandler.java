@@ -62,6 +62,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final long writeTimeoutMs;
   private final long requestTimeoutMs;
 
+  /** {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}: op 87 is served here, not on a worker. */
+  private final boolean fdRequestsOnEventLoop;
+
   private final PeerIdentity.Lookup peers;
 
   private State state = State.READY;
@@ -116,6 +119,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     this.receiptTimeoutMs = config.receiptTimeoutMs;
     this.writeTimeoutMs = config.writeTimeoutMs;
     this.requestTimeoutMs = config.requestTimeoutMs;
+    this.fdRequestsOnEventLoop = config.fdRequestsOnEventLoop;
   }
 
   @Override
@@ -327,33 +331,35 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     int client = this.client;
     long decoded = System.nanoTime();
+    if (fdRequestsOnEventLoop
+        && op == ShortCircuitService.OP_REQUEST_FDS
+        && ctx.channel() instanceof EpollDomainSocketChannel) {
+      // Served here: the reply goes out at once on the channel's own fd (no other thread can
+      // close it while this loop runs), and the rest of the send runs as this loop's next task,
+      // outside this decode.
+      Reply r = handle(op, body, client);
+      r.decodedNanos = decoded;
+      sendDirect(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r);
+      ctx.channel().eventLoop().execute(() -> send(ctx, r));
+      return;
+    }
     int socketFd = workerSocket(ctx);
     try {
       workers.execute(
           () -> {
-            Reply r;
-            try {
-              r = service.handle(op, body, client);
-              r.decodedNanos = decoded;
-            } catch (Throwable t) {
-              // handle() answers every failure itself; this is the last guard. A task that ends
-              // without posting a reply would leave the connection BUSY (reading paused) forever.
-              r = Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
-              metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
-              WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
-            }
+            Reply r = handle(op, body, client);
+            r.decodedNanos = decoded;
             if (socketFd >= 0) {
               try {
-                sendFromWorker(socketFd, r);
+                sendDirect(socketFd, r);
               } finally {
                 FdPassing.close(socketFd);
               }
             }
-            Reply reply = r;
             try {
-              ctx.channel().eventLoop().execute(() -> send(ctx, reply));
+              ctx.channel().eventLoop().execute(() -> send(ctx, r));
             } catch (RejectedExecutionException shuttingDown) {
-              reply.abandon(registry);
+              r.abandon(registry);
             }
           });
     } catch (RejectedExecutionException e) {
@@ -365,10 +371,23 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
   }
 
+  /** {@link ShortCircuitService#handle}, with a last guard: always returns a reply. */
+  private Reply handle(int op, byte[] body, int client) {
+    try {
+      return service.handle(op, body, client);
+    } catch (Throwable t) {
+      // handle() answers every failure itself; this is the last guard. A task that ends without
+      // posting a reply would leave the connection BUSY (reading paused) forever.
+      metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
+      WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
+      return Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
+    }
+  }
+
   /**
-   * A duplicate of the connection's socket fd for the worker to reply on ({@link #sendFromWorker}),
-   * or -1 (not an epoll channel, or dup failed: the event loop sends). Taken on the event loop
-   * while the channel is open; the worker closes it.
+   * A duplicate of the connection's socket fd for the worker to reply on ({@link #sendDirect}), or
+   * -1 (not an epoll channel, or dup failed: the event loop sends). Taken on the event loop while
+   * the channel is open; the worker closes it.
    */
   private static int workerSocket(ChannelHandlerContext ctx) {
     if (!(ctx.channel() instanceof EpollDomainSocketChannel) || !ctx.channel().isOpen()) {
@@ -383,16 +402,17 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   }
 
   /**
-   * Sends {@code r} from the worker that built it: the response bytes, then the fds, each with one
-   * non-blocking call on the worker's duplicate of the socket, so the client has its answer without
-   * waiting for the event loop to take the reply (the second hand-off of every request, the larger
-   * part of an op 87's time in the shim under load, issue 16). Stops at the first call the socket
-   * does not take in full: the event loop sends the rest ({@link Reply#bytesSent}, the fds still in
-   * the reply) with its deadline. Replies that change the connection (close it, carry a segment)
-   * are left to the event loop. Never throws: a failed write marks the reply for the event loop to
-   * abandon.
+   * Sends {@code r} from the thread that built it (a worker, on its duplicate of the socket; or the
+   * event loop, on the channel's fd, for {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}): the
+   * response bytes, then the fds, each with one non-blocking call, so the client has its answer
+   * without waiting for the event loop to take the reply (the second hand-off of every request, the
+   * larger part of an op 87's time in the shim under load, issue 16). Stops at the first call the
+   * socket does not take in full: the event loop sends the rest ({@link Reply#bytesSent}, the fds
+   * still in the reply) with its deadline. Replies that change the connection (close it, carry a
+   * segment) are left to the event loop. Never throws: a failed write marks the reply for the event
+   * loop to abandon.
    */
-  private void sendFromWorker(int socketFd, Reply r) {
+  private void sendDirect(int socketFd, Reply r) {
     if (r.closeOnly || r.closeAfter || r.newSegment != null || r.shmFd != null) {
       return;
     }

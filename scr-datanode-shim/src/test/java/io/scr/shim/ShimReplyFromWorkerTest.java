@@ -124,4 +124,64 @@ class ShimReplyFromWorkerTest {
             <= counters.get("phase.request_fds.total.max_us"),
         counters.toString());
   }
+
+  @Test
+  void withTheKeyAnFdRequestIsServedOnTheEventLoopThatDecodedIt() throws Exception {
+    FsDatasetSpi<?> dataset =
+        FakeDataset.of(
+            BLOCK,
+            Files.write(dir.resolve("blk"), new byte[] {5, 6, 7, 8}),
+            Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
+    ShimMetrics metrics = new ShimMetrics();
+    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+    java.util.List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
+    ShortCircuitService service =
+        new ShortCircuitService(
+            () -> {
+              openedOn.add(Thread.currentThread().getName());
+              return dataset;
+            },
+            null,
+            registry,
+            limits,
+            SegmentFactory.newBuilder().build(),
+            metrics,
+            DataNodeAccounting.NONE,
+            true);
+    for (boolean onLoop : new boolean[] {false, true}) {
+      openedOn.clear();
+      Configuration conf = new Configuration(false);
+      conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), onLoop);
+      Path socket = dir.resolve("dn-" + onLoop + ".sock");
+      ShimServer server =
+          new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+      server.start();
+      try (RawPeer peer = new RawPeer(socket.toString())) {
+        for (int i = 0; i < 3; i++) {
+          peer.sender.requestShortCircuitFds(
+              BLOCK, new Token<BlockTokenIdentifier>(), null, 1, i % 2 == 0);
+          assertEquals(Status.SUCCESS, peer.readBlockOpResponse().getStatus());
+          FileInputStream[] fds = new FileInputStream[2];
+          int dataByte = peer.receiveFds(fds);
+          try {
+            assertEquals(5, fds[0].read(), "the block file");
+          } finally {
+            RawPeer.closeAll(fds);
+          }
+          if (dataByte != 0) {
+            peer.writeRaw(new byte[] {0}); // the receipt its request asked for
+          }
+        }
+      } finally {
+        server.close();
+      }
+      assertEquals(3, openedOn.size(), openedOn.toString());
+      for (String thread : openedOn) {
+        assertTrue(
+            thread.startsWith(onLoop ? "scr-shim-io" : "scr-shim-worker"),
+            "key " + onLoop + ": files opened on " + thread);
+      }
+    }
+  }
 }

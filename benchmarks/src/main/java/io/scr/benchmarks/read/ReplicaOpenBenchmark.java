@@ -89,6 +89,13 @@ public class ReplicaOpenBenchmark {
   @Param({"RAW_PREAD", "STOCK_SCR_DEFAULT", "SCR_FILESYSTEM", "SCR_FILESYSTEM_SHIM"})
   ReadPathType path;
 
+  /**
+   * Mode B only: the shim's {@code scr.shim.fd.requests.on.event.loop} (op 87 served on the event
+   * loop, no hand-off to a worker); off by default, as in the shim.
+   */
+  @Param({"false"})
+  boolean shimOnEventLoop;
+
   private BenchFile file;
   private File[] blockFiles;
   private final AtomicLong ops = new AtomicLong();
@@ -122,7 +129,10 @@ public class ReplicaOpenBenchmark {
             FILE,
             BLOCK_SIZE,
             BLOCKS,
-            c -> c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS),
+            c -> {
+              c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
+              c.setBoolean("scr.shim.fd.requests.on.event.loop", shimOnEventLoop);
+            },
             c -> {});
     if (path == ReadPathType.RAW_PREAD) {
       List<LocatedBlock> blocks =
