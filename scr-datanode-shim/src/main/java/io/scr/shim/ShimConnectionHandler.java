@@ -466,8 +466,16 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     if (!ctx.channel().isActive()) {
       if (r.passedNanos != 0) {
-        // The worker sent all of it before the connection closed: the request was answered.
+        // The worker sent all of it before the connection closed: the request was answered, and
+        // a receipt it asked for can no longer come (as if this loop had been awaiting it).
         metrics.request(r.op, r.status, r.passedNanos - r.startNanos);
+        if (r.awaitReceipt) {
+          metrics.reject(ShimMetrics.Rejection.RECEIPT_MISSING);
+          LOG.info(
+              "Client pid {}: the connection closed before the receipt byte; unregistering the"
+                  + " slot",
+              pid);
+        }
       }
       r.abandon(registry);
       return;
