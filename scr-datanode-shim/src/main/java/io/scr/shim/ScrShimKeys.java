@@ -89,10 +89,10 @@ public final class ScrShimKeys {
           Type.BOOLEAN,
           "false",
           "Open replica files for REQUEST_SHORT_CIRCUIT_FDS (op 87) on the event loop that decoded"
-              + " the request, not on a worker: no thread hand-off per request (cheaper opens on"
-              + " a loaded host), but the event loop's other connections wait while the files are"
-              + " opened, which may read the disk when the DataNode's directories are not cached."
-              + " For DataNodes on SSDs with memory to spare.");
+              + " the request, not on a worker: no thread hand-off per request, but the event"
+              + " loop's other connections wait while the files are opened, which may read the"
+              + " disk when the DataNode's directories are not cached. Measured inconclusive on a"
+              + " loaded 2-core host (docs/benchmarks.md); for experiments on DataNodes on SSDs.");
 
   /** Requests waiting for a worker beyond this are refused with ERROR and the connection closed. */
   public static final Key WORKER_QUEUE =

@@ -96,6 +96,10 @@ public class ReplicaOpenBenchmark {
   @Param({"false"})
   boolean shimOnEventLoop;
 
+  /** Mode B only: the shim's {@code scr.shim.io.threads} (its default, 2, unless overridden). */
+  @Param({"2"})
+  int shimIoThreads;
+
   private BenchFile file;
   private File[] blockFiles;
   private final AtomicLong ops = new AtomicLong();
@@ -132,6 +136,7 @@ public class ReplicaOpenBenchmark {
             c -> {
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
               c.setBoolean("scr.shim.fd.requests.on.event.loop", shimOnEventLoop);
+              c.setInt("scr.shim.io.threads", shimIoThreads);
             },
             c -> {});
     if (path == ReadPathType.RAW_PREAD) {
