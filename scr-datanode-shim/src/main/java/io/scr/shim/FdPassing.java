@@ -28,6 +28,7 @@ final class FdPassing {
   private static final int MSG_NOSIGNAL = 0x4000;
   private static final int EAGAIN = 11;
   private static final int EINTR = 4;
+  private static final int F_DUPFD_CLOEXEC = 1030;
 
   /** Linux SCM_MAX_FD. */
   static final int MAX_FDS = 253;
@@ -148,8 +149,71 @@ final class FdPassing {
     }
   }
 
+  /**
+   * One non-blocking {@code send} of {@code bytes[off, off + len)} on {@code socketFd}.
+   *
+   * @return the bytes sent (fewer than {@code len}, 0 included, when the socket buffer is full)
+   * @throws IOException with errno for any other failure (e.g. the peer closed)
+   */
+  static int write(int socketFd, byte[] bytes, int off, int len) throws IOException {
+    if (LIBC == null) {
+      throw new IOException("fd passing is unavailable", UNAVAILABILITY);
+    }
+    if (len > SCRATCH_BYTES) {
+      len = SCRATCH_BYTES; // the rest on the next call (replies are small; a batch may not be)
+    }
+    Pointer mem = SCRATCH.get();
+    mem.put(0, bytes, off, len);
+    while (true) {
+      long n = LIBC.send(socketFd, mem, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n >= 0) {
+        return (int) n;
+      }
+      int errno = RUNTIME.getLastError();
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == EAGAIN) {
+        return 0;
+      }
+      throw new IOException(
+          "send of " + len + " bytes on fd " + socketFd + " failed: errno=" + errno);
+    }
+  }
+
+  /**
+   * A new fd (close-on-exec) for the socket behind {@code socketFd}, which the caller owns and must
+   * {@link #close}: it keeps the socket, not just its number, for as long as it is open, so a
+   * thread other than the socket's event loop can write to it even if the event loop closes its own
+   * fd meanwhile (whose number the kernel may then give to another file).
+   */
+  static int duplicate(int socketFd) throws IOException {
+    if (LIBC == null) {
+      throw new IOException("fd passing is unavailable", UNAVAILABILITY);
+    }
+    int fd = LIBC.fcntl(socketFd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+      throw new IOException(
+          "duplicating fd " + socketFd + " failed: errno=" + RUNTIME.getLastError());
+    }
+    return fd;
+  }
+
+  /** Closes an fd {@link #duplicate} returned. */
+  static void close(int fd) {
+    if (LIBC != null) {
+      LIBC.close(fd);
+    }
+  }
+
   /** The libc calls used here. */
   public interface LibC {
     long sendmsg(int sockfd, Pointer msg, int flags);
+
+    long send(int sockfd, Pointer buf, long len, int flags);
+
+    int fcntl(int fd, int cmd, int arg);
+
+    int close(int fd);
   }
 }

@@ -12,8 +12,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What a request produced: the response bytes, the fds to pass after them, and what the connection
- * does next. Built on a worker thread, then handed to the connection's event loop, which alone
- * touches it from then on.
+ * does next. Built on a worker thread, which may also send it (response and fds) when the socket
+ * takes it at once, then handed to the connection's event loop, which alone touches it from then
+ * on.
  *
  * <p>fd ownership: the reply owns {@code streams} and {@code shmFd}; {@link #closeOwnCopies()}
  * closes them exactly once, after the {@code sendmsg} (the peer has its own duplicates) or when the
@@ -54,6 +55,30 @@ final class Reply {
 
   /** A segment this connection now carries: any later byte or EOF frees it. */
   ShimSegment newSegment;
+
+  /**
+   * Phase marks of a granted op 87 ({@link ShimMetrics.FdPhase}), {@code System.nanoTime()}: frame
+   * decoded (event loop), files about to be opened and opened (worker), reply built, and the event
+   * loop's send begun; 0 when not reached. {@link #startNanos} is the worker's start.
+   */
+  long decodedNanos;
+
+  long openStartNanos;
+  long openEndNanos;
+  long builtNanos;
+  long sendStartNanos;
+
+  /** When the fds were passed (or the response sent, for a reply without fds); 0 until then. */
+  long passedNanos;
+
+  /**
+   * Response bytes the worker already wrote to the socket ({@code ShimConnectionHandler} replies
+   * from the worker when the socket takes it at once); the event loop sends the rest.
+   */
+  int bytesSent;
+
+  /** The worker's direct write failed (the peer is gone): the event loop abandons and closes. */
+  boolean sendFailed;
 
   Reply(ShimMetrics.OpKind op, Status status, byte[] bytes, long startNanos) {
     this.op = op;

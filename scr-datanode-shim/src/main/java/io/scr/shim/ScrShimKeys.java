@@ -78,6 +78,22 @@ public final class ScrShimKeys {
           "Threads that open replica files through FsDatasetSpi (disk I/O stays off the event"
               + " loop).");
 
+  /**
+   * Serve fd requests (op 87) on the event loop that decoded them instead of a worker (issue 16):
+   * no hand-off, at the price of the event loop's other connections waiting while a replica's files
+   * are opened (a disk read when the DataNode's directories are not in the kernel's caches).
+   */
+  public static final Key FD_REQUESTS_ON_EVENT_LOOP =
+      define(
+          "scr.shim.fd.requests.on.event.loop",
+          Type.BOOLEAN,
+          "false",
+          "Open replica files for REQUEST_SHORT_CIRCUIT_FDS (op 87) on the event loop that decoded"
+              + " the request, not on a worker: no thread hand-off per request, but the event"
+              + " loop's other connections wait while the files are opened, which may read the"
+              + " disk when the DataNode's directories are not cached. Measured inconclusive on a"
+              + " loaded 2-core host (docs/benchmarks.md); for experiments on DataNodes on SSDs.");
+
   /** Requests waiting for a worker beyond this are refused with ERROR and the connection closed. */
   public static final Key WORKER_QUEUE =
       define(

@@ -16,6 +16,7 @@ final class ShimConfig {
   final int ioThreads;
   final int workerThreads;
   final int workerQueue;
+  final boolean fdRequestsOnEventLoop;
   final int maxRequestBytes;
   final long receiptTimeoutMs;
   final long writeTimeoutMs;
@@ -46,6 +47,7 @@ final class ShimConfig {
     ioThreads = positiveInt(c, ScrShimKeys.IO_THREADS);
     workerThreads = positiveInt(c, ScrShimKeys.WORKER_THREADS);
     workerQueue = positiveInt(c, ScrShimKeys.WORKER_QUEUE);
+    fdRequestsOnEventLoop = bool(c, ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP);
     maxRequestBytes = positiveInt(c, ScrShimKeys.MAX_REQUEST_BYTES);
     receiptTimeoutMs = positiveLong(c, ScrShimKeys.RECEIPT_TIMEOUT_MS);
     writeTimeoutMs = positiveLong(c, ScrShimKeys.WRITE_TIMEOUT_MS);

@@ -27,7 +27,9 @@ import org.slf4j.LoggerFactory;
  * fds), SHM (the connection carries a segment: any byte or EOF frees it, stock semantics).
  *
  * <p>Concurrency: every field is confined to the channel's event loop; workers only build a {@link
- * Reply} and post it back with {@code eventLoop().execute}.
+ * Reply}, may send it themselves on their own duplicate of the socket fd (never through the
+ * channel, which stays the event loop's; no other write can be in flight while the connection is
+ * BUSY), and post it back with {@code eventLoop().execute}.
  */
 final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
@@ -59,6 +61,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final long receiptTimeoutMs;
   private final long writeTimeoutMs;
   private final long requestTimeoutMs;
+
+  /** {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}: op 87 is served here, not on a worker. */
+  private final boolean fdRequestsOnEventLoop;
 
   private final PeerIdentity.Lookup peers;
 
@@ -114,6 +119,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     this.receiptTimeoutMs = config.receiptTimeoutMs;
     this.writeTimeoutMs = config.writeTimeoutMs;
     this.requestTimeoutMs = config.requestTimeoutMs;
+    this.fdRequestsOnEventLoop = config.fdRequestsOnEventLoop;
   }
 
   @Override
@@ -324,29 +330,115 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       return;
     }
     int client = this.client;
+    long decoded = System.nanoTime();
+    if (fdRequestsOnEventLoop
+        && op == ShortCircuitService.OP_REQUEST_FDS
+        && ctx.channel() instanceof EpollDomainSocketChannel) {
+      // Served here: the reply goes out at once on the channel's own fd (no other thread can
+      // close it while this loop runs), and the rest of the send runs as this loop's next task,
+      // outside this decode.
+      Reply r = handle(op, body, client);
+      r.decodedNanos = decoded;
+      sendDirect(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r);
+      ctx.channel().eventLoop().execute(() -> send(ctx, r));
+      return;
+    }
+    int socketFd = workerSocket(ctx);
     try {
       workers.execute(
           () -> {
-            Reply r;
-            try {
-              r = service.handle(op, body, client);
-            } catch (Throwable t) {
-              // handle() answers every failure itself; this is the last guard. A task that ends
-              // without posting a reply would leave the connection BUSY (reading paused) forever.
-              r = Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
-              metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
-              WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
+            Reply r = handle(op, body, client);
+            r.decodedNanos = decoded;
+            if (socketFd >= 0) {
+              try {
+                sendDirect(socketFd, r);
+              } finally {
+                FdPassing.close(socketFd);
+              }
             }
-            Reply reply = r;
             try {
-              ctx.channel().eventLoop().execute(() -> send(ctx, reply));
+              ctx.channel().eventLoop().execute(() -> send(ctx, r));
             } catch (RejectedExecutionException shuttingDown) {
-              reply.abandon(registry);
+              r.abandon(registry);
             }
           });
     } catch (RejectedExecutionException e) {
+      if (socketFd >= 0) {
+        FdPassing.close(socketFd);
+      }
       metrics.reject(ShimMetrics.Rejection.BUSY);
       close(ctx);
+    }
+  }
+
+  /** {@link ShortCircuitService#handle}, with a last guard: always returns a reply. */
+  private Reply handle(int op, byte[] body, int client) {
+    try {
+      return service.handle(op, body, client);
+    } catch (Throwable t) {
+      // handle() answers every failure itself; this is the last guard. A task that ends without
+      // posting a reply would leave the connection BUSY (reading paused) forever.
+      metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
+      WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
+      return Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
+    }
+  }
+
+  /**
+   * A duplicate of the connection's socket fd for the worker to reply on ({@link #sendDirect}), or
+   * -1 (not an epoll channel, or dup failed: the event loop sends). Taken on the event loop while
+   * the channel is open; the worker closes it.
+   */
+  private static int workerSocket(ChannelHandlerContext ctx) {
+    if (!(ctx.channel() instanceof EpollDomainSocketChannel) || !ctx.channel().isOpen()) {
+      return -1;
+    }
+    try {
+      return FdPassing.duplicate(((EpollDomainSocketChannel) ctx.channel()).fd().intValue());
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("Replying from the event loop: {}", e.toString());
+      return -1;
+    }
+  }
+
+  /**
+   * Sends {@code r} from the thread that built it (a worker, on its duplicate of the socket; or the
+   * event loop, on the channel's fd, for {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}): the
+   * response bytes, then the fds, each with one non-blocking call, so the client has its answer
+   * without waiting for the event loop to take the reply (the second hand-off of every request, the
+   * larger part of an op 87's time in the shim under load, issue 16). Stops at the first call the
+   * socket does not take in full: the event loop sends the rest ({@link Reply#bytesSent}, the fds
+   * still in the reply) with its deadline. Replies that change the connection (close it, carry a
+   * segment) are left to the event loop. Never throws: a failed write marks the reply for the event
+   * loop to abandon.
+   */
+  private void sendDirect(int socketFd, Reply r) {
+    if (r.closeOnly || r.closeAfter || r.newSegment != null || r.shmFd != null) {
+      return;
+    }
+    r.sendStartNanos = System.nanoTime();
+    try {
+      while (r.bytesSent < r.bytes.length) {
+        int n = FdPassing.write(socketFd, r.bytes, r.bytesSent, r.bytes.length - r.bytesSent);
+        if (n == 0) {
+          return; // socket buffer full: the event loop writes the rest
+        }
+        r.bytesSent += n;
+      }
+      if (!r.streams.isEmpty()) {
+        if (FdPassing.send(socketFd, r.fdNumbers(), r.dataByte) == FdPassing.WOULD_BLOCK) {
+          return;
+        }
+        metrics.fdsPassed.add(r.fdCount());
+        r.passedNanos = System.nanoTime();
+        metrics.fdPhases(r, r.passedNanos);
+        r.closeOwnCopies();
+      } else {
+        r.passedNanos = System.nanoTime();
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("Replying to pid {} from a worker failed: {}", pid, e.toString());
+      r.sendFailed = true;
     }
   }
 
@@ -369,7 +461,22 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   }
 
   private void sendReply(ChannelHandlerContext ctx, Reply r) {
+    if (r.sendStartNanos == 0) {
+      r.sendStartNanos = System.nanoTime();
+    }
     if (!ctx.channel().isActive()) {
+      if (r.passedNanos != 0) {
+        // The worker sent all of it before the connection closed: the request was answered, and
+        // a receipt it asked for can no longer come (as if this loop had been awaiting it).
+        metrics.request(r.op, r.status, r.passedNanos - r.startNanos);
+        if (r.awaitReceipt) {
+          metrics.reject(ShimMetrics.Rejection.RECEIPT_MISSING);
+          LOG.info(
+              "Client pid {}: the connection closed before the receipt byte; unregistering the"
+                  + " slot",
+              pid);
+        }
+      }
       r.abandon(registry);
       return;
     }
@@ -377,9 +484,24 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       close(ctx);
       return;
     }
+    if (r.sendFailed) {
+      r.abandon(registry);
+      close(ctx);
+      return;
+    }
     // The BUSY state's deadline: a client that stops reading must not keep this reply, its fds
     // and the connection forever (idle closes apply only in READY).
-    int replyBytes = r.bytes.length;
+    if (r.bytesSent == r.bytes.length) {
+      // The worker wrote the response, and passed the fds unless the socket was full.
+      if (r.hasFds()) {
+        writing = r;
+        passFds(ctx, r, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs), 1);
+      } else {
+        finish(ctx, r);
+      }
+      return;
+    }
+    int replyBytes = r.bytes.length - r.bytesSent;
     if (!limits.reserveReplyBytes(client, replyBytes)) {
       // This client already has scr.shim.client.max.pending.reply.bytes unread on other
       // connections: it is not reading, so this reply would only pin more of the heap.
@@ -397,7 +519,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     writing = r;
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs);
-    ByteBuf buf = Unpooled.wrappedBuffer(r.bytes);
+    ByteBuf buf = Unpooled.wrappedBuffer(r.bytes, r.bytesSent, replyBytes);
     ctx.writeAndFlush(buf)
         .addListener(
             f ->
@@ -463,6 +585,8 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       return;
     }
     metrics.fdsPassed.add(r.fdCount());
+    r.passedNanos = System.nanoTime();
+    metrics.fdPhases(r, r.passedNanos);
     r.closeOwnCopies();
     finish(ctx, r);
   }
@@ -532,7 +656,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
 
   private void finish(ChannelHandlerContext ctx, Reply r) {
     stopWriteTimer();
-    metrics.request(r.op, r.status, System.nanoTime() - r.startNanos);
+    // Until the client had its answer (fds passed), not until this event loop got round to it.
+    long end = r.passedNanos != 0 ? r.passedNanos : System.nanoTime();
+    metrics.request(r.op, r.status, end - r.startNanos);
     if (!r.awaitReceipt) {
       r.done(r.status == org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS);
     }

@@ -38,6 +38,34 @@ final class ShimMetrics {
     }
   }
 
+  /**
+   * Where a granted REQUEST_SHORT_CIRCUIT_FDS (op 87) spends its time in the shim, from the frame
+   * decoded on the event loop to the fds passed (issue 16's breakdown of a replica open). Each is
+   * recorded once per op-87 request that passed fds; {@link #TOTAL} is the whole span.
+   */
+  enum FdPhase {
+    /** Decoded on the event loop until a worker starts it: the first hand-off (queue and wake). */
+    QUEUE("queue"),
+    /** On the worker: parse, block pool readiness, block token, fd reservation. */
+    CHECK("check"),
+    /** On the worker: the dataset's block lookup and opening the block and meta files. */
+    OPEN("open"),
+    /** On the worker: the replica lookup, the slot registration and the response message. */
+    REGISTER("register"),
+    /** Built until the event loop starts sending it: the second hand-off (0 when not handed). */
+    HANDOFF("handoff"),
+    /** The response write and the {@code sendmsg} of the fds. */
+    SEND("send"),
+    /** Decoded until the fds are passed. */
+    TOTAL("total");
+
+    final String label;
+
+    FdPhase(String label) {
+      this.label = label;
+    }
+  }
+
   /** Why a connection or request was refused. */
   enum Rejection {
     BAD_VERSION,
@@ -67,6 +95,7 @@ final class ShimMetrics {
   private final LongAdder[][] requests = new LongAdder[OpKind.values().length][STATUSES];
   private final OpLatency[] latency = new OpLatency[OpKind.values().length];
   private final LongAdder[] rejections = new LongAdder[Rejection.values().length];
+  private final OpLatency[] fdPhases = new OpLatency[FdPhase.values().length];
   final LongAdder fdsPassed = new LongAdder();
   final LongAdder liveSegments = new LongAdder();
   final LongAdder liveSlots = new LongAdder();
@@ -89,6 +118,35 @@ final class ShimMetrics {
     for (int i = 0; i < rejections.length; i++) {
       rejections[i] = new LongAdder();
     }
+    for (int i = 0; i < fdPhases.length; i++) {
+      fdPhases[i] = new OpLatency();
+    }
+  }
+
+  /**
+   * Records the phases of one op-87 reply whose fds were passed at {@code passedNanos}; replies
+   * without the marks of a granted op 87 (refusals, other ops) are ignored.
+   */
+  void fdPhases(Reply r, long passedNanos) {
+    if (r.op != OpKind.REQUEST_FDS || r.decodedNanos == 0 || r.openStartNanos == 0) {
+      return;
+    }
+    record(FdPhase.QUEUE, r.startNanos - r.decodedNanos);
+    record(FdPhase.CHECK, r.openStartNanos - r.startNanos);
+    record(FdPhase.OPEN, r.openEndNanos - r.openStartNanos);
+    record(FdPhase.REGISTER, r.builtNanos - r.openEndNanos);
+    record(FdPhase.HANDOFF, r.sendStartNanos - r.builtNanos);
+    record(FdPhase.SEND, passedNanos - r.sendStartNanos);
+    record(FdPhase.TOTAL, passedNanos - r.decodedNanos);
+  }
+
+  private void record(FdPhase phase, long nanos) {
+    fdPhases[phase.ordinal()].record(nanos);
+  }
+
+  /** The distribution of {@code phase} of granted op-87 requests since the shim started. */
+  Latency fdPhase(FdPhase phase) {
+    return fdPhases[phase.ordinal()].cumulative();
   }
 
   void request(OpKind op, Status status, long nanos) {
@@ -116,9 +174,10 @@ final class ShimMetrics {
 
   /**
    * Every counter by name: {@code requests.<op>.<status>}, {@code
-   * latency.<op>.mean_us|p50_us|p99_us|max_us}, {@code rejections.<reason>}, {@code fds_passed},
-   * {@code live.segments|slots|connections}, ... Zero-valued request and rejection counters are
-   * left out.
+   * latency.<op>.mean_us|p50_us|p99_us|max_us}, {@code
+   * phase.request_fds.<phase>.count|total_us|mean_us|p50_us|p99_us|max_us} ({@link FdPhase}),
+   * {@code rejections.<reason>}, {@code fds_passed}, {@code live.segments|slots|connections}, ...
+   * Zero-valued request and rejection counters are left out.
    */
   Map<String, Long> snapshot() {
     Map<String, Long> out = new TreeMap<>();
@@ -134,6 +193,19 @@ final class ShimMetrics {
       Latency l = latency(op);
       if (l.count > 0) {
         String prefix = "latency." + op.label;
+        out.put(prefix + ".mean_us", TimeUnit.NANOSECONDS.toMicros(l.meanNanos));
+        out.put(prefix + ".p50_us", TimeUnit.NANOSECONDS.toMicros(l.p50Nanos));
+        out.put(prefix + ".p99_us", TimeUnit.NANOSECONDS.toMicros(l.p99Nanos));
+        out.put(prefix + ".max_us", TimeUnit.NANOSECONDS.toMicros(l.maxNanos));
+      }
+    }
+    for (FdPhase phase : FdPhase.values()) {
+      Latency l = fdPhase(phase);
+      if (l.count > 0) {
+        String prefix = "phase.request_fds." + phase.label;
+        out.put(prefix + ".count", l.count);
+        // The sum, so that a reader can take the mean of an interval from two snapshots.
+        out.put(prefix + ".total_us", l.meanNanos * l.count / 1000);
         out.put(prefix + ".mean_us", TimeUnit.NANOSECONDS.toMicros(l.meanNanos));
         out.put(prefix + ".p50_us", TimeUnit.NANOSECONDS.toMicros(l.p50Nanos));
         out.put(prefix + ".p99_us", TimeUnit.NANOSECONDS.toMicros(l.p99Nanos));

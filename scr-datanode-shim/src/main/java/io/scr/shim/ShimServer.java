@@ -142,6 +142,11 @@ final class ShimServer implements AutoCloseable {
     return socketPath;
   }
 
+  /** The event loops, while serving (for tests that must hold one up). */
+  EventLoopGroup eventLoops() {
+    return group;
+  }
+
   /** Stops accepting, closes every connection (freeing their segments) and every thread. */
   @Override
   public void close() {

@@ -244,6 +244,9 @@ final class ShortCircuitService {
   private Reply requestFds(OpRequestShortCircuitAccessProto req, int pid, long start) {
     FdGrant grant = grant(req, pid);
     Reply r = reply(OpKind.REQUEST_FDS, grant.response.getStatus(), grant.response, start);
+    r.openStartNanos = grant.openStartNanos;
+    r.openEndNanos = grant.openEndNanos;
+    r.builtNanos = System.nanoTime();
     if (grant.accessTokenFailure) {
       // Stock writes ERROR_ACCESS_TOKEN, closes the socket and registers nothing.
       r.closeAfter = true;
@@ -278,6 +281,11 @@ final class ShortCircuitService {
 
     /** Gives back the reservation of {@link #data} and {@link #meta} (ClientLimits.reserveFds). */
     Runnable releaseFds;
+
+    /** Phase marks ({@link ShimMetrics.FdPhase#OPEN}): before and after opening the files. */
+    long openStartNanos;
+
+    long openEndNanos;
   }
 
   private FdGrant grant(OpRequestShortCircuitAccessProto req, int pid) {
@@ -335,6 +343,7 @@ final class ShortCircuitService {
     FileInputStream meta = null;
     SlotRef registered = null;
     try {
+      g.openStartNanos = System.nanoTime();
       FsDatasetSpi<?> ds = dataset.dataset();
       InputStream in = ds.getBlockInputStream(blk, 0);
       if (!(in instanceof FileInputStream)) {
@@ -351,6 +360,7 @@ final class ShortCircuitService {
         return unsupported(
             g, "This DataNode's FsDatasetSpi does not support short-circuit local reads");
       }
+      g.openEndNanos = System.nanoTime();
       Replica replica = replicaOf(ds, blk);
       if (replica.getState() != ReplicaState.FINALIZED) {
         metrics.nonFinalizedReplicasServed.increment();

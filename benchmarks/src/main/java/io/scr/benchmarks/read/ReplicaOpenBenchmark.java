@@ -1,5 +1,8 @@
 package io.scr.benchmarks.read;
 
+import io.scr.core.metrics.ClientCounters;
+import io.scr.core.metrics.ClientSnapshot;
+import io.scr.shim.ScrShimPlugin;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -8,7 +11,10 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -19,7 +25,10 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.ClientContext;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitCache;
+import org.apache.hadoop.util.ServicePlugin;
+import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -50,6 +59,16 @@ import org.openjdk.jmh.annotations.Warmup;
  * context for the life of the JVM); an operation only waits when that thread fell behind, which the
  * samples then show honestly. {@code RAW_PREAD} opens the block file, preads and closes it.
  *
+ * <p><b>Where an open's time goes</b> (issue 16), as secondary results ({@link OpenPhases}, µs):
+ * the client's own timers ({@code ClientCounters.OpenPhase}: slot allocation, the op-87 exchange
+ * round trip, the files: channels, meta header and checksums) for the scr paths, p50 and p99 of
+ * each client generation closed during the iteration (else of the one being read), averaged over
+ * those generations; and in mode B the shim's ({@code phase.request_fds.*} of its counters: queue
+ * to a worker, checks, file opens, slot registration, hand-off back to the event loop, send of the
+ * reply and fds, total), the mean of the iteration and the p50 and p99 since the trial began
+ * (warm-up included). JMH sums secondary results over the iterations: read the per-iteration
+ * values.
+ *
  * <p>The accessor paths share the engine ({@code ScrClient}) that {@code SCR_FILESYSTEM} measures
  * here; they are left out because the accessor holds its engines per context for the life of the
  * JVM, which a generation per 2048 reads would exhaust fds with.
@@ -69,6 +88,17 @@ public class ReplicaOpenBenchmark {
 
   @Param({"RAW_PREAD", "STOCK_SCR_DEFAULT", "SCR_FILESYSTEM", "SCR_FILESYSTEM_SHIM"})
   ReadPathType path;
+
+  /**
+   * Mode B only: the shim's {@code scr.shim.fd.requests.on.event.loop} (op 87 served on the event
+   * loop, no hand-off to a worker); off by default, as in the shim.
+   */
+  @Param({"false"})
+  boolean shimOnEventLoop;
+
+  /** Mode B only: the shim's {@code scr.shim.io.threads} (its default, 2, unless overridden). */
+  @Param({"2"})
+  int shimIoThreads;
 
   private BenchFile file;
   private File[] blockFiles;
@@ -103,7 +133,11 @@ public class ReplicaOpenBenchmark {
             FILE,
             BLOCK_SIZE,
             BLOCKS,
-            c -> c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS),
+            c -> {
+              c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
+              c.setBoolean("scr.shim.fd.requests.on.event.loop", shimOnEventLoop);
+              c.setInt("scr.shim.io.threads", shimIoThreads);
+            },
             c -> {});
     if (path == ReadPathType.RAW_PREAD) {
       List<LocatedBlock> blocks =
@@ -117,6 +151,9 @@ public class ReplicaOpenBenchmark {
         blockFiles[i] = file.dfs.cluster().getBlockFile(0, blocks.get(i).getBlock());
       }
       return;
+    }
+    if (path.isScr()) {
+      shim = shimOf(file.dfs.cluster().getDataNodes().get(0));
     }
     for (long g = 0; g < RING - 1; g++) {
       ring.set((int) (g % RING), open(g));
@@ -147,6 +184,166 @@ public class ReplicaOpenBenchmark {
     }
   }
 
+  /** Client timers of generations closed since the last iteration ended (scr paths). */
+  private final ConcurrentLinkedQueue<long[]> closedGenerations = new ConcurrentLinkedQueue<>();
+
+  private final AtomicBoolean iterationReported = new AtomicBoolean();
+
+  /** The shim of mode B's DataNode, or null. */
+  private ScrShimPlugin shim;
+
+  /** The shim's phase sums and counts at the end of the previous iteration. */
+  private Map<String, Long> shimBefore = Map.of();
+
+  private static final ClientCounters.OpenPhase[] CLIENT_PHASES = ClientCounters.OpenPhase.values();
+
+  /** [open p50, open p99, then p50, p99 of each client phase], nanoseconds. */
+  private static long[] clientTimers(ClientSnapshot s) {
+    long[] t = new long[2 + 2 * CLIENT_PHASES.length];
+    ClientCounters.Latency open = s.replicaOpenLatency();
+    t[0] = open.p50Nanos();
+    t[1] = open.p99Nanos();
+    for (int i = 0; i < CLIENT_PHASES.length; i++) {
+      ClientCounters.Latency l = s.replicaOpenPhase(CLIENT_PHASES[i]);
+      t[2 + 2 * i] = l.p50Nanos();
+      t[3 + 2 * i] = l.p99Nanos();
+    }
+    return t;
+  }
+
+  private static ScrShimPlugin shimOf(DataNode dn) {
+    try {
+      Field f = DataNode.class.getDeclaredField("plugins");
+      f.setAccessible(true);
+      @SuppressWarnings("unchecked")
+      List<ServicePlugin> plugins = (List<ServicePlugin>) f.get(dn);
+      if (plugins != null) {
+        for (ServicePlugin p : plugins) {
+          if (p instanceof ScrShimPlugin) {
+            return (ScrShimPlugin) p;
+          }
+        }
+      }
+      return null;
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("DataNode.plugins is not Hadoop 3.4.2's", e);
+    }
+  }
+
+  /**
+   * The breakdown of replica opens, µs, as JMH secondary results: one thread of each iteration
+   * fills them and the others report 0, so JMH's sum is the figure. Client fields are 0 for the
+   * stock paths (stock has no such timers), shim fields 0 outside mode B.
+   */
+  @State(Scope.Thread)
+  @AuxCounters(AuxCounters.Type.EVENTS)
+  public static class OpenPhases {
+    public long clientOpenP50;
+    public long clientOpenP99;
+    public long clientSlotP50;
+    public long clientSlotP99;
+    public long clientExchangeP50;
+    public long clientExchangeP99;
+    public long clientFilesP50;
+    public long clientFilesP99;
+    public long shimQueueMean;
+    public long shimQueueP50;
+    public long shimQueueP99;
+    public long shimCheckMean;
+    public long shimCheckP99;
+    public long shimOpenMean;
+    public long shimOpenP99;
+    public long shimRegisterMean;
+    public long shimRegisterP99;
+    public long shimHandoffMean;
+    public long shimHandoffP50;
+    public long shimHandoffP99;
+    public long shimSendMean;
+    public long shimSendP99;
+    public long shimTotalMean;
+    public long shimTotalP50;
+    public long shimTotalP99;
+
+    @Setup(Level.Iteration)
+    public void reset(ReplicaOpenBenchmark bench) {
+      clientOpenP50 = clientOpenP99 = clientSlotP50 = clientSlotP99 = 0;
+      clientExchangeP50 = clientExchangeP99 = clientFilesP50 = clientFilesP99 = 0;
+      shimQueueMean = shimQueueP50 = shimQueueP99 = shimCheckMean = shimCheckP99 = 0;
+      shimOpenMean = shimOpenP99 = shimRegisterMean = shimRegisterP99 = 0;
+      shimHandoffMean = shimHandoffP50 = shimHandoffP99 = shimSendMean = shimSendP99 = 0;
+      shimTotalMean = shimTotalP50 = shimTotalP99 = 0;
+      bench.iterationReported.set(false);
+    }
+
+    @TearDown(Level.Iteration)
+    public void record(ReplicaOpenBenchmark bench) {
+      if (!bench.iterationReported.compareAndSet(false, true)) {
+        return;
+      }
+      long[] sum = new long[2 + 2 * CLIENT_PHASES.length];
+      int n = 0;
+      for (long[] t; (t = bench.closedGenerations.poll()) != null; n++) {
+        for (int i = 0; i < sum.length; i++) {
+          sum[i] += t[i];
+        }
+      }
+      if (n == 0) {
+        // No generation ended during this iteration: the one being read so far.
+        long current = bench.ops.get() / BLOCKS;
+        Generation g = bench.ring.get((int) (current % RING));
+        if (g != null && g.number == current && g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
+          ClientSnapshot s = ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient().metricsSnapshot();
+          if (s.replicaOpenLatency().count() > 0) {
+            sum = clientTimers(s);
+            n = 1;
+          }
+        }
+      }
+      if (n > 0) {
+        clientOpenP50 = sum[0] / n / 1000;
+        clientOpenP99 = sum[1] / n / 1000;
+        clientSlotP50 = sum[2] / n / 1000;
+        clientSlotP99 = sum[3] / n / 1000;
+        clientExchangeP50 = sum[4] / n / 1000;
+        clientExchangeP99 = sum[5] / n / 1000;
+        clientFilesP50 = sum[6] / n / 1000;
+        clientFilesP99 = sum[7] / n / 1000;
+      }
+      if (bench.shim != null) {
+        Map<String, Long> now = bench.shim.counters();
+        Map<String, Long> before = bench.shimBefore;
+        bench.shimBefore = now;
+        shimQueueMean = intervalMean(now, before, "queue");
+        shimQueueP50 = stat(now, "queue", "p50_us");
+        shimQueueP99 = stat(now, "queue", "p99_us");
+        shimCheckMean = intervalMean(now, before, "check");
+        shimCheckP99 = stat(now, "check", "p99_us");
+        shimOpenMean = intervalMean(now, before, "open");
+        shimOpenP99 = stat(now, "open", "p99_us");
+        shimRegisterMean = intervalMean(now, before, "register");
+        shimRegisterP99 = stat(now, "register", "p99_us");
+        shimHandoffMean = intervalMean(now, before, "handoff");
+        shimHandoffP50 = stat(now, "handoff", "p50_us");
+        shimHandoffP99 = stat(now, "handoff", "p99_us");
+        shimSendMean = intervalMean(now, before, "send");
+        shimSendP99 = stat(now, "send", "p99_us");
+        shimTotalMean = intervalMean(now, before, "total");
+        shimTotalP50 = stat(now, "total", "p50_us");
+        shimTotalP99 = stat(now, "total", "p99_us");
+      }
+    }
+
+    private static long stat(Map<String, Long> m, String phase, String which) {
+      return m.getOrDefault("phase.request_fds." + phase + "." + which, 0L);
+    }
+
+    private static long intervalMean(Map<String, Long> now, Map<String, Long> before, String p) {
+      long count = stat(now, p, "count") - stat(before, p, "count");
+      long total = stat(now, p, "total_us") - stat(before, p, "total_us");
+      return count > 0 ? total / count : 0;
+    }
+  }
+
   private Generation open(long number) throws IOException {
     FileSystem fs =
         path.newFileSystem(
@@ -163,8 +360,15 @@ public class ReplicaOpenBenchmark {
   }
 
   private void close(Generation g) throws IOException {
-    if (REPORT && g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
-      report(g.number, ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient());
+    if (g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
+      io.scr.core.ScrClient scr = ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient();
+      if (REPORT) {
+        report(g.number, scr);
+      }
+      ClientSnapshot s = scr.metricsSnapshot();
+      if (s.replicaOpenLatency().count() > 0) {
+        closedGenerations.add(clientTimers(s));
+      }
     }
     g.in.close();
     if (g.fs instanceof DistributedFileSystem && path.isStockShortCircuit()) {
@@ -346,19 +550,19 @@ public class ReplicaOpenBenchmark {
 
   @Benchmark
   @Threads(1)
-  public byte firstRead_t1(ThreadBuffer t) throws IOException {
+  public byte firstRead_t1(ThreadBuffer t, OpenPhases phases) throws IOException {
     return firstRead(t);
   }
 
   @Benchmark
   @Threads(2)
-  public byte firstRead_t2(ThreadBuffer t) throws IOException {
+  public byte firstRead_t2(ThreadBuffer t, OpenPhases phases) throws IOException {
     return firstRead(t);
   }
 
   @Benchmark
   @Threads(8)
-  public byte firstRead_t8(ThreadBuffer t) throws IOException {
+  public byte firstRead_t8(ThreadBuffer t, OpenPhases phases) throws IOException {
     return firstRead(t);
   }
 }

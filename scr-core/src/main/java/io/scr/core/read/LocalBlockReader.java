@@ -43,9 +43,9 @@ import org.apache.hadoop.fs.ChecksumException;
  * EOFException}, never a checksum error; the JVM may also deliver the error after the read
  * returned, outside scr (the residual risk {@link MappedReads} describes).
  *
- * <p>"One {@code pread} of checksums" applies only when the meta file is not mapped ({@link
- * ReplicaFiles#open} maps it when it can): with the mapping, the checksums are memory reads and a
- * verified read makes exactly the data {@code pread} a raw read makes.
+ * <p>"One {@code pread} of checksums" applies only when the checksums are not in memory ({@link
+ * ReplicaFiles#open} copies or maps them when it can): then they are memory reads and a verified
+ * read makes exactly the data {@code pread} a raw read makes.
  *
  * <p>A read may return fewer bytes than requested (never zero unless {@code dst} has no room); -1
  * means {@code position} is at or past the replica's length. A checksum mismatch throws {@link
@@ -399,7 +399,7 @@ public final class LocalBlockReader {
     long lastChunk = (position + len - 1) / bpc;
     int bytes = (int) (lastChunk - firstChunk + 1) * header.checksumSize();
     long offset = header.checksumOffset(firstChunk);
-    MappedByteBuffer mapped = replica.mappedSums();
+    ByteBuffer mapped = replica.sumsInMemory();
     if (mapped != null) {
       if (offset + bytes > mapped.capacity()) {
         throw metaTooShort(replica, firstChunk, (int) Math.max(0, mapped.capacity() - offset));

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.util.Arrays;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -14,9 +15,14 @@ import org.slf4j.LoggerFactory;
  * The open files of one local replica: the block data and its meta file (checksums), with the
  * parsed meta header and the replica's length when opened.
  *
- * <p>The meta file is mapped read-only when {@link ChecksumMappings} allows it; its channel is then
- * closed at once (the mapping keeps the file), so the replica holds one fd, and verified reads find
- * their checksums in memory. Otherwise the meta channel stays open and checksums are pread.
+ * <p>Verified reads find their checksums in memory when they can: a meta file of at most {@value
+ * #HEAP_SUMS_MAX_BYTES} bytes (blocks up to about 512 KiB at 512 bytes per checksum) is read whole
+ * into the heap with the one {@code pread} that reads its header, a larger one is mapped read-only
+ * when {@link ChecksumMappings} allows it. Either way the meta channel is then closed at once, so
+ * the replica holds one fd. Otherwise the meta channel stays open and checksums are pread. A small
+ * meta file is copied rather than mapped because a mapping costs an {@code mmap} at open and a page
+ * replacement at close, both serialized on the process's memory-map lock (the tail of replica opens
+ * at 8 threads, issue 16), and pins at least a page anyway: the copy is never larger.
  *
  * <p><b>Interrupts.</b> The channels are made uninterruptible when the JVM allows it ({@link
  * UninterruptibleChannels}): a {@code Thread.interrupt()} of one reader then cannot close the
@@ -52,14 +58,23 @@ import org.slf4j.LoggerFactory;
 public final class ReplicaFiles implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaFiles.class);
 
+  /** Meta files up to this size are read into the heap at open instead of mapped (one page). */
+  static final int HEAP_SUMS_MAX_BYTES = 4096;
+
   private final FileChannel data;
   private final FileChannel meta;
   private final MetaHeader header;
   private final long length;
   private final String blockName;
 
-  /** The mapped meta file, or null (checksums are pread from {@link #meta}). */
-  private final MappedByteBuffer sums;
+  /**
+   * The whole meta file in memory (a heap copy or {@link #sumsMapping}), or null (checksums are
+   * pread from {@link #meta}).
+   */
+  private final ByteBuffer sums;
+
+  /** The meta file's mapping when {@link #sums} is one (released at close), else null. */
+  private final MappedByteBuffer sumsMapping;
 
   private volatile boolean closed;
 
@@ -95,7 +110,7 @@ public final class ReplicaFiles implements Closeable {
    */
   public ReplicaFiles(
       FileChannel data, FileChannel meta, MetaHeader header, long length, String blockName) {
-    this(data, meta, header, length, blockName, null);
+    this(data, meta, header, length, blockName, null, null);
   }
 
   private ReplicaFiles(
@@ -104,41 +119,58 @@ public final class ReplicaFiles implements Closeable {
       MetaHeader header,
       long length,
       String blockName,
-      MappedByteBuffer sums) {
+      ByteBuffer sums,
+      MappedByteBuffer sumsMapping) {
     this.data = data;
     this.meta = meta;
     this.header = header;
     this.length = length;
     this.blockName = blockName;
     this.sums = sums;
+    this.sumsMapping = sumsMapping;
   }
 
   /**
-   * Opens the replica from its two channels: reads the meta header and the data length, and maps
-   * the meta file if it can (closing its channel). On failure both channels are closed.
+   * Opens the replica from its two channels: reads the meta header and the data length, and keeps
+   * the checksums in memory if it can (closing the meta channel). On failure both channels are
+   * closed.
    */
   public static ReplicaFiles open(FileChannel data, FileChannel meta, String blockName)
       throws IOException {
     return open(data, meta, blockName, true);
   }
 
-  /** As {@link #open(FileChannel, FileChannel, String)}; {@code mapChecksums} false never maps. */
+  /**
+   * As {@link #open(FileChannel, FileChannel, String)}; {@code sumsInMemory} false never copies nor
+   * maps the checksums (they are pread).
+   */
   static ReplicaFiles open(
-      FileChannel data, FileChannel meta, String blockName, boolean mapChecksums)
+      FileChannel data, FileChannel meta, String blockName, boolean sumsInMemory)
       throws IOException {
     MappedByteBuffer mapped = null;
     try {
       UninterruptibleChannels.apply(data);
       UninterruptibleChannels.apply(meta);
-      MetaHeader header = MetaHeader.read(meta);
+      // One pread reads the header and, for a small meta file, every checksum: one byte more than
+      // the copy limit tells a small file (a short read is the end of file) from a large one.
+      ByteBuffer head = ByteBuffer.allocate(HEAP_SUMS_MAX_BYTES + 1);
+      int metaRead = readFully(meta, head);
+      head.flip();
+      MetaHeader header = MetaHeader.parse(head);
       long dataLength = data.size();
-      if (mapChecksums && header.type() != MetaHeader.TYPE_NULL) {
-        mapped = ChecksumMappings.map(meta, meta.size());
+      ByteBuffer sums = null;
+      if (sumsInMemory && header.type() != MetaHeader.TYPE_NULL) {
+        if (metaRead <= HEAP_SUMS_MAX_BYTES) {
+          sums = ByteBuffer.wrap(Arrays.copyOf(head.array(), metaRead));
+        } else {
+          mapped = ChecksumMappings.map(meta, meta.size());
+          sums = mapped;
+        }
       }
-      if (mapped != null) {
-        meta.close(); // the mapping keeps the file; one fd less per cached replica
+      if (sums != null) {
+        meta.close(); // the copy or the mapping holds the checksums; one fd less per replica
       }
-      return new ReplicaFiles(data, meta, header, dataLength, blockName, mapped);
+      return new ReplicaFiles(data, meta, header, dataLength, blockName, sums, mapped);
     } catch (IOException | RuntimeException e) {
       if (mapped != null) {
         ChecksumMappings.release(mapped);
@@ -152,22 +184,40 @@ public final class ReplicaFiles implements Closeable {
     }
   }
 
+  /** Reads from offset 0 until {@code buf} is full or the file ends; returns the bytes read. */
+  private static int readFully(FileChannel ch, ByteBuffer buf) throws IOException {
+    while (buf.hasRemaining()) {
+      if (ch.read(buf, buf.position()) < 0) {
+        break;
+      }
+    }
+    return buf.position();
+  }
+
   /** The block data channel. */
   public FileChannel data() {
     return data;
   }
 
-  /** The meta file channel (closed when the checksums are mapped: see {@link #mappedSums()}). */
+  /**
+   * The meta file channel (closed when the checksums are in memory: see {@link #sumsInMemory()}).
+   */
   public FileChannel meta() {
     return meta;
   }
 
   /**
-   * The whole meta file mapped read-only (big-endian checksums at {@link
-   * MetaHeader#checksumOffset}), or null when checksums are pread from {@link #meta()}.
+   * The whole meta file in memory, read-only for its users (big-endian checksums at {@link
+   * MetaHeader#checksumOffset}): a heap copy of a small one or a mapping of a large one; null when
+   * checksums are pread from {@link #meta()}.
    */
-  MappedByteBuffer mappedSums() {
+  ByteBuffer sumsInMemory() {
     return sums;
+  }
+
+  /** The meta file's mapping, or null when it is not mapped (copied, or pread). */
+  MappedByteBuffer mappedSums() {
+    return sumsMapping;
   }
 
   /** The meta header. */
@@ -185,7 +235,7 @@ public final class ReplicaFiles implements Closeable {
     return blockName;
   }
 
-  /** File descriptors held: 1 when the meta file is mapped, else 2. */
+  /** File descriptors held: 1 when the checksums are in memory, else 2. */
   public int fdCount() {
     return sums != null ? 1 : 2;
   }
@@ -321,8 +371,8 @@ public final class ReplicaFiles implements Closeable {
         meta.close();
       } finally {
         try {
-          if (sums != null) {
-            ChecksumMappings.release(sums);
+          if (sumsMapping != null) {
+            ChecksumMappings.release(sumsMapping);
           }
         } finally {
           if (dataMap != null) {

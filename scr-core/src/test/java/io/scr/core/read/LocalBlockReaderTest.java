@@ -75,7 +75,8 @@ class LocalBlockReaderTest {
   @Test
   void randomReadsMatchIncludingThePartialLastChunkForBothCrcs() throws Exception {
     Random rnd = new Random(3);
-    byte[] data = new byte[200_000 + 77]; // partial last chunk
+    // Partial last chunk; meta file larger than ReplicaFiles.HEAP_SUMS_MAX_BYTES, so mapped.
+    byte[] data = new byte[600_000 + 77];
     rnd.nextBytes(data);
     LocalBlockReader reader = new LocalBlockReader(4096);
     for (int variant = 0; variant < 4; variant++) {
@@ -126,7 +127,7 @@ class LocalBlockReaderTest {
     if (!ChecksumMappings.isAvailable()) {
       return;
     }
-    byte[] data = new byte[2000];
+    byte[] data = new byte[1024 * BPC]; // a meta file over ReplicaFiles.HEAP_SUMS_MAX_BYTES
     List<ReplicaFiles> open = new java.util.ArrayList<>();
     try {
       for (int i = 0; i < 50; i++) {

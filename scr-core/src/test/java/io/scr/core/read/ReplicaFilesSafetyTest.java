@@ -131,7 +131,7 @@ class ReplicaFilesSafetyTest {
       throw new org.opentest4j.TestAbortedException(
           "mapping unavailable: " + ChecksumMappings.unavailabilityCause());
     }
-    byte[] data = random(8 * BPC, 3);
+    byte[] data = random(1100 * BPC, 3); // meta file over HEAP_SUMS_MAX_BYTES: mapped
     Path dir = dir();
     ReplicaFiles f = replica(dir, data);
     MappedByteBuffer sums = f.mappedSums();

@@ -1,0 +1,187 @@
+package io.scr.shim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.channel.EventLoop;
+import io.scr.shm.SegmentFactory;
+import java.io.FileInputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
+import org.apache.hadoop.net.unix.DomainSocket;
+import org.apache.hadoop.security.token.Token;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 16, cheaper opens: the worker that opened a replica sends the op-87 reply and its fds
+ * itself, so the client is answered without waiting for the connection's event loop to take the
+ * reply back (the second hand-off of every request), and the shim times each phase of the request
+ * ({@code phase.request_fds.*} in its counters).
+ */
+class ShimReplyFromWorkerTest {
+  private static final ExtendedBlock BLOCK = new ExtendedBlock("BP-16", 1073741900L, 4, 1001);
+  private static final int MAX = Integer.MAX_VALUE;
+
+  @TempDir Path dir;
+
+  @Test
+  void theClientHasItsFdsWhileTheEventLoopIsHeldUpAndEveryPhaseIsTimed() throws Exception {
+    FsDatasetSpi<?> dataset =
+        FakeDataset.of(
+            BLOCK,
+            Files.write(dir.resolve("blk"), new byte[] {1, 2, 3, 4}),
+            Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
+    ShimMetrics metrics = new ShimMetrics();
+    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+    CountDownLatch loopHeld = new CountDownLatch(1);
+    CountDownLatch releaseLoop = new CountDownLatch(1);
+    ShimServer[] server = new ShimServer[1];
+    // The worker opening the replica first holds the (only) event loop up, which has decoded the
+    // request by then; the reply can reach the client only if the worker sends it.
+    ShortCircuitService service =
+        new ShortCircuitService(
+            () -> {
+              EventLoop loop = server[0].eventLoops().next();
+              loop.execute(
+                  () -> {
+                    loopHeld.countDown();
+                    try {
+                      releaseLoop.await(60, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                    }
+                  });
+              try {
+                assertTrue(loopHeld.await(60, TimeUnit.SECONDS), "the event loop is held up");
+              } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+              }
+              return dataset;
+            },
+            null,
+            registry,
+            limits,
+            SegmentFactory.newBuilder().build(),
+            metrics,
+            DataNodeAccounting.NONE,
+            true);
+    Configuration conf = new Configuration(false);
+    conf.setInt(ScrShimKeys.IO_THREADS.name(), 1);
+    Path socket = dir.resolve("dn.sock");
+    server[0] = new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server[0].start();
+    try (RawPeer peer = new RawPeer(socket.toString())) {
+      // Bounded well under the event loop's hold (60 s): without the worker's reply this read
+      // times out while the loop is still held.
+      peer.socket.setAttribute(DomainSocket.RECEIVE_TIMEOUT, 15_000);
+      peer.sender.requestShortCircuitFds(BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
+      assertEquals(Status.SUCCESS, peer.readBlockOpResponse().getStatus());
+      FileInputStream[] fds = new FileInputStream[2];
+      peer.receiveFds(fds);
+      try {
+        assertEquals(1, releaseLoop.getCount(), "answered while the event loop is held up");
+        assertEquals(1, fds[0].read(), "the block file");
+      } finally {
+        releaseLoop.countDown();
+        RawPeer.closeAll(fds);
+      }
+      // The connection goes on: the next request is served through the event loop as usual.
+      peer.sender.requestShortCircuitFds(BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
+      assertEquals(Status.SUCCESS, peer.readBlockOpResponse().getStatus());
+      peer.receiveFds(fds);
+      RawPeer.closeAll(fds);
+      // Counted by the event loop once it has taken the reply back (after the client has it).
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (metrics.requests(ShimMetrics.OpKind.REQUEST_FDS, Status.SUCCESS) < 2) {
+        assertTrue(System.nanoTime() - deadline < 0, "both requests counted");
+        Thread.sleep(10);
+      }
+    } finally {
+      releaseLoop.countDown();
+      server[0].close();
+    }
+    Map<String, Long> counters = metrics.snapshot();
+    for (ShimMetrics.FdPhase phase : ShimMetrics.FdPhase.values()) {
+      assertEquals(
+          2L,
+          counters.get("phase.request_fds." + phase.label + ".count"),
+          phase + " timed once per granted request: " + counters);
+    }
+    assertEquals(4L, counters.get("fds_passed"));
+    assertEquals(2L, metrics.requests(ShimMetrics.OpKind.REQUEST_FDS, Status.SUCCESS));
+    assertTrue(
+        counters.get("phase.request_fds.queue.max_us")
+            <= counters.get("phase.request_fds.total.max_us"),
+        counters.toString());
+  }
+
+  @Test
+  void withTheKeyAnFdRequestIsServedOnTheEventLoopThatDecodedIt() throws Exception {
+    FsDatasetSpi<?> dataset =
+        FakeDataset.of(
+            BLOCK,
+            Files.write(dir.resolve("blk"), new byte[] {5, 6, 7, 8}),
+            Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
+    ShimMetrics metrics = new ShimMetrics();
+    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+    java.util.List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
+    ShortCircuitService service =
+        new ShortCircuitService(
+            () -> {
+              openedOn.add(Thread.currentThread().getName());
+              return dataset;
+            },
+            null,
+            registry,
+            limits,
+            SegmentFactory.newBuilder().build(),
+            metrics,
+            DataNodeAccounting.NONE,
+            true);
+    for (boolean onLoop : new boolean[] {false, true}) {
+      openedOn.clear();
+      Configuration conf = new Configuration(false);
+      conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), onLoop);
+      Path socket = dir.resolve("dn-" + onLoop + ".sock");
+      ShimServer server =
+          new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+      server.start();
+      try (RawPeer peer = new RawPeer(socket.toString())) {
+        for (int i = 0; i < 3; i++) {
+          peer.sender.requestShortCircuitFds(
+              BLOCK, new Token<BlockTokenIdentifier>(), null, 1, i % 2 == 0);
+          assertEquals(Status.SUCCESS, peer.readBlockOpResponse().getStatus());
+          FileInputStream[] fds = new FileInputStream[2];
+          int dataByte = peer.receiveFds(fds);
+          try {
+            assertEquals(5, fds[0].read(), "the block file");
+          } finally {
+            RawPeer.closeAll(fds);
+          }
+          if (dataByte != 0) {
+            peer.writeRaw(new byte[] {0}); // the receipt its request asked for
+          }
+        }
+      } finally {
+        server.close();
+      }
+      assertEquals(3, openedOn.size(), openedOn.toString());
+      for (String thread : openedOn) {
+        assertTrue(
+            thread.startsWith(onLoop ? "scr-shim-io" : "scr-shim-worker"),
+            "key " + onLoop + ": files opened on " + thread);
+      }
+    }
+  }
+}
