@@ -134,14 +134,20 @@ public enum ClientMetric {
       "ReplicasPrefetched",
       Kind.COUNTER,
       "replicas",
-      "Replicas opened ahead when a stream opened their file (leased and released; a replica"
-          + " already open counts too)"),
+      "Replicas opened ahead when a stream opened their file (a replica already open is not"
+          + " counted)"),
   PREFETCH_SKIPPED(
       "PrefetchSkipped",
       Kind.COUNTER,
       "blocks",
       "Local blocks a prefetch on open did not open (queue full, cache full or above half its fd"
           + " budget, stream closed first, open failed)"),
+  PREFETCH_HITS(
+      "PrefetchHits",
+      Kind.COUNTER,
+      "replicas",
+      "Prefetched replicas whose first read found them open, or waited for the prefetch's open"
+          + " instead of asking the DataNode again: replica opens taken off the reading threads"),
   // ---- replicas local DataNodes do not hold ----
   ABSENT_REPLICAS_REMEMBERED(
       "AbsentReplicasRemembered",

@@ -35,6 +35,7 @@ public final class ClientSnapshot {
   final long releasesBatched;
   final long replicasPrefetched;
   final long prefetchSkipped;
+  final long prefetchHits;
   final long extensionProbes;
   final int extensionPeers;
   final long extensionFailures;
@@ -74,6 +75,7 @@ public final class ClientSnapshot {
     this.releasesBatched = b.releasesBatched;
     this.replicasPrefetched = b.replicasPrefetched;
     this.prefetchSkipped = b.prefetchSkipped;
+    this.prefetchHits = b.prefetchHits;
     this.extensionProbes = b.extensionProbes;
     this.extensionPeers = b.extensionPeers;
     this.extensionFailures = b.extensionFailures;
@@ -164,7 +166,15 @@ public final class ClientSnapshot {
     return releasesBatched;
   }
 
-  /** Replicas prefetches on open leased and released (opened, or found open already). */
+  /**
+   * Replicas a prefetch on open opened whose first reader lease found them open, or waited for the
+   * prefetch's open instead of asking the DataNode itself: replica opens taken off readers.
+   */
+  public long prefetchHits() {
+    return prefetchHits;
+  }
+
+  /** Replicas prefetches on open opened (replicas found open already are not counted). */
   public long replicasPrefetched() {
     return replicasPrefetched;
   }
@@ -300,6 +310,7 @@ public final class ClientSnapshot {
     long releasesBatched;
     long replicasPrefetched;
     long prefetchSkipped;
+    long prefetchHits;
     long extensionProbes;
     int extensionPeers;
     long extensionFailures;

@@ -139,6 +139,7 @@ public final class ScrClientMetrics implements MetricsSource {
     b.releasesBatched = counters.batchedReleaseSlots();
     b.replicasPrefetched = counters.prefetched();
     b.prefetchSkipped = counters.prefetchSkipped();
+    b.prefetchHits = counters.prefetchHits();
     b.extensionProbes = client.extensions().probeCount();
     b.extensionPeers = client.extensions().extendedPathCount();
     b.extensionFailures = client.extensions().extensionFailureCount();
@@ -207,6 +208,7 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.SLOT_RELEASES_BATCHED, s.releasesBatched);
     counter(rb, ClientMetric.REPLICAS_PREFETCHED, s.replicasPrefetched);
     counter(rb, ClientMetric.PREFETCH_SKIPPED, s.prefetchSkipped);
+    counter(rb, ClientMetric.PREFETCH_HITS, s.prefetchHits);
     counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
     gauge(rb, ClientMetric.EXTENSION_PEERS, s.extensionPeers);
     counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);

@@ -97,6 +97,13 @@ public final class ReplicaManager implements Closeable {
    */
   private volatile boolean closing;
 
+  /**
+   * Tests only: run by a reader's miss after it consulted the backoff and the absent-replica memory
+   * and before it loads (to hold a reader inside the window a racing prefetch can fill). Null in
+   * production.
+   */
+  static volatile Consumer<ExtendedBlock> afterMissCheckedForTests;
+
   private ReplicaManager(Builder b) {
     this.name = b.name;
     this.pool = b.pool;
@@ -181,11 +188,77 @@ public final class ReplicaManager implements Closeable {
     if (cache.leaseIfPresent(key, lease)) {
       if (lease.value().generationStamp() == block.getGenerationStamp()) {
         lease.opened(fileName);
+        countPrefetchHit(lease.value());
         return lease;
       }
       lease.close();
     }
     return leaseOnMiss(block, token, socketPath, fileName, lease, key, onFallback);
+  }
+
+  /** A reader's first lease of a replica a prefetch opened: one open the reader did not make. */
+  private void countPrefetchHit(Replica replica) {
+    if (replica.takeUnreadPrefetch()) {
+      counters.recordPrefetchHit();
+    }
+  }
+
+  /** What {@link #prefetch} did with a block. */
+  public enum PrefetchResult {
+    /** This call opened the replica (or shared the load a reader had started) and cached it. */
+    OPENED,
+    /** The replica was cached already: nothing to do. */
+    ALREADY_OPEN,
+    /**
+     * Not opened: the socket is backing off, the DataNode is known not to hold the block, the fd
+     * budget or the cache is full, or the request failed (the first read decides, as without
+     * prefetch).
+     */
+    NOT_OPENED
+  }
+
+  /**
+   * Opens the replica of {@code block} ahead of its first read and leaves it in the cache (prefetch
+   * on open), on the calling (prefetch) thread. It shares the cache's single load per replica with
+   * readers: a reader that leases the block while this open runs waits for it instead of asking the
+   * DataNode again, and a prefetch that comes after a reader's open finds the replica cached. The
+   * absent-replica memory and the backoff are consulted as for a read, and once more inside the
+   * load, so a prefetch and a read of a block the DataNode refuses cost one request between them.
+   * No fallback is counted (a prefetch is not a read); the first read counts its own.
+   *
+   * @throws InvalidToken when the DataNode rejected the block token
+   * @throws java.io.InterruptedIOException if the thread was interrupted
+   */
+  public PrefetchResult prefetch(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      throws IOException {
+    LeasedReplica lease = new LeasedReplica(this, reader);
+    ReplicaKey key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath);
+    if (cache.leaseIfPresent(key, lease)) {
+      lease.close();
+      return PrefetchResult.ALREADY_OPEN;
+    }
+    if (backoff.isBackingOff(socketPath) || absent.remembers(block, socketPath)) {
+      return PrefetchResult.NOT_OPENED;
+    }
+    try {
+      cache.lease(key, k -> open(block, token, socketPath, true), lease);
+    } catch (FdBudgetExhaustedException | LeaseCacheClosedException e) {
+      return PrefetchResult.NOT_OPENED;
+    } catch (LeaseLoadException e) {
+      Throwable cause = e.getCause() != null ? e.getCause() : e;
+      if (cause instanceof InvalidToken) {
+        throw (InvalidToken) cause;
+      }
+      if (cause instanceof InterruptedIOException) {
+        throw (InterruptedIOException) cause;
+      }
+      LOG.debug("prefetch of {} from {} failed: {}", block, socketPath, cause.toString());
+      return PrefetchResult.NOT_OPENED;
+    }
+    boolean current = lease.value().generationStamp() == block.getGenerationStamp();
+    lease.close();
+    return current ? PrefetchResult.OPENED : PrefetchResult.NOT_OPENED;
   }
 
   /**
@@ -240,13 +313,17 @@ public final class ReplicaManager implements Closeable {
       fallbacks.accept(FallbackReason.BLOCK_REFUSED);
       return null;
     }
+    Consumer<ExtendedBlock> hook = afterMissCheckedForTests;
+    if (hook != null) {
+      hook.accept(block);
+    }
     ReplicaKey key =
         lookup.isProbe()
             ? new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath)
             : lookup;
     for (int attempt = 0; attempt < 2; attempt++) {
       try {
-        cache.lease(key, k -> open(block, token, socketPath), lease);
+        cache.lease(key, k -> open(block, token, socketPath, false), lease);
       } catch (FdBudgetExhaustedException e) {
         fallbacks.accept(FallbackReason.FD_BUDGET);
         return null;
@@ -262,6 +339,7 @@ public final class ReplicaManager implements Closeable {
       }
       if (lease.value().generationStamp() == block.getGenerationStamp()) {
         lease.opened(fileName);
+        countPrefetchHit(lease.value()); // a reader that waited for a prefetch's load
         return lease;
       }
       // Appended or recovered block: the cached replica is an older (or newer) version.
@@ -299,19 +377,35 @@ public final class ReplicaManager implements Closeable {
     return null;
   }
 
-  /** The loader: runs on the missing thread, outside every cache lock. */
-  private Replica open(ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+  /**
+   * The loader: runs on the missing thread, outside every cache lock, at most once at a time per
+   * replica key (the cache's single flight).
+   *
+   * @param prefetched whether a prefetch on open loads it (its first reader counts a prefetch hit)
+   */
+  private Replica open(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
       throws IOException {
+    // Asked again inside the single flight: a caller that checked before a load of this key
+    // failed as absent (a prefetch racing a read) must not ask that DataNode a second time.
+    if (absent.isAbsent(block, socketPath)) {
+      throw ShortCircuitRefusedException.rememberedAbsent(
+          "DataNode at "
+              + socketPath
+              + " refused "
+              + block
+              + " a moment ago: it holds no such replica (not asked again)");
+    }
     long start = ticker.read();
     try {
-      return openTimed(block, token, socketPath);
+      return openTimed(block, token, socketPath, prefetched);
     } finally {
       counters.recordReplicaOpen(ticker.read() - start);
     }
   }
 
   private Replica openTimed(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
       throws IOException {
     long t0 = ticker.read();
     DataNodeEndpoint endpoint = endpoint(socketPath);
@@ -343,7 +437,8 @@ public final class ReplicaManager implements Closeable {
           slotPool,
           ticker,
           staleAfterNanos,
-          pathCounters);
+          pathCounters,
+          prefetched);
     } catch (IOException | RuntimeException e) {
       if (!registered) {
         closeQuietly(fds);
