@@ -958,6 +958,27 @@ public final class ScrClient implements Closeable {
     return r;
   }
 
+  /**
+   * As {@link #prefetch} for several blocks of one DataNode in one batched exchange, for a peer
+   * whose {@link #extensions()} offer {@code batch-fds} (see {@link ReplicaManager#prefetchBatch});
+   * counts {@code ReplicasPrefetched} for each block it opened.
+   */
+  public ReplicaManager.PrefetchResult[] prefetchBatch(
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      String socketPath,
+      String fileName)
+      throws IOException {
+    ReplicaManager.PrefetchResult[] r =
+        replicas.prefetchBatch(blocks, tokens, socketPath, fileName);
+    for (ReplicaManager.PrefetchResult x : r) {
+      if (x == ReplicaManager.PrefetchResult.OPENED) {
+        counters.recordPrefetched();
+      }
+    }
+    return r;
+  }
+
   /** Counts {@code blocks} blocks a prefetch did not open ({@code PrefetchSkipped}). */
   public void recordPrefetchSkipped(int blocks) {
     counters.recordPrefetchSkipped(blocks);

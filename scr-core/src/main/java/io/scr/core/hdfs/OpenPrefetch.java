@@ -2,13 +2,18 @@ package io.scr.core.hdfs;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.ScrClient;
+import io.scr.core.net.PeerExtensions;
+import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.core.replica.ReplicaManager;
 import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,6 +32,15 @@ import org.slf4j.LoggerFactory;
  * exchange, which started before it and which it would otherwise have repeated. The absent-replica
  * memory and the backoff are consulted before and inside each load, so a prefetch and a read of a
  * block the DataNode refuses ask it once between them.
+ *
+ * <p><b>One batched exchange where the peer takes it.</b> When the engine knows the DataNode offers
+ * the scr shim's batched fd request ({@code batch-fds}; known from an earlier probe, never probed
+ * here), the file's blocks on it go in one op-127 BATCH_FDS exchange ({@link
+ * ScrClient#prefetchBatch}, up to {@link ShortCircuitExchanges#MAX_BLOCKS_PER_BATCH_FDS} blocks per
+ * exchange). A read of a block of the batch takes it over while the batch is not sent yet, and
+ * waits for the batch's answer once it is. A stock DataNode waits for the client's receipt byte
+ * after every fd answer before it reads the next request, so op-87 requests cannot be written ahead
+ * on one connection: there the blocks go one exchange after another, as above.
  *
  * <p><b>Bounds.</b> At most {@code maxBlocks} blocks per stream (the first ones in file order among
  * the blocks the table holds: local socket, finalized, not corrupt). Blocks are skipped, and
@@ -101,12 +115,112 @@ final class OpenPrefetch {
   }
 
   private void run() {
-    for (int i = 0; i < blocks.length; i++) {
-      if (!open(blocks[i], paths[i])) {
-        scr.recordPrefetchSkipped(blocks.length - i - 1); // the rest: closed, or interrupted
+    int i = 0;
+    while (i < blocks.length) {
+      int end = i + 1;
+      while (end < blocks.length
+          && end - i < ShortCircuitExchanges.MAX_BLOCKS_PER_BATCH_FDS
+          && paths[end].equals(paths[i])) {
+        end++;
+      }
+      boolean goOn;
+      if (end - i > 1 && batchable(paths[i])) {
+        goOn = openBatch(i, end);
+        i = end;
+      } else {
+        goOn = open(blocks[i], paths[i]);
+        i++;
+      }
+      if (!goOn) {
+        scr.recordPrefetchSkipped(blocks.length - i); // the rest: closed, or interrupted
         return;
       }
     }
+  }
+
+  /**
+   * Whether the DataNode at {@code path} is known to take batched fd requests. Only a known answer
+   * counts: asking (a HELLO on a new connection) would cost a stock DataNode a connection it
+   * closes, beside the one the prefetch uses; the answer becomes known with the engine's first slot
+   * release to that DataNode, or any other probe.
+   */
+  private boolean batchable(String path) {
+    PeerExtensions.Features f = scr.extensions().knownFeatures(path);
+    return f != null && f.batchFds();
+  }
+
+  /**
+   * Opens blocks [from, to) of one DataNode that offers batched fd requests in one exchange; the
+   * blocks it could not open because the peer failed the extension are opened one by one. False
+   * when the rest of the file must be skipped too.
+   */
+  private boolean openBatch(int from, int to) {
+    String path = paths[from];
+    if (cancelled.get()) {
+      scr.recordPrefetchSkipped(to - from);
+      return false;
+    }
+    Consumer<LocatedBlock> hook = beforeLeaseForTests;
+    if (hook != null) {
+      hook.accept(blocks[from]);
+    }
+    if (cancelled.get()) {
+      scr.recordPrefetchSkipped(to - from);
+      return false;
+    }
+    LeaseCacheStats stats = scr.cacheStats();
+    long room =
+        Math.min(
+            stats.capacity() - stats.entryCount(), (stats.fdBudget() / 2 - stats.openFds()) / 2);
+    int n = (int) Math.max(0, Math.min(to - from, room));
+    if (n < to - from) {
+      scr.recordPrefetchSkipped(to - from - n);
+      noRoom(
+          "the replica cache holds "
+              + stats.entryCount()
+              + " of "
+              + stats.capacity()
+              + " replicas and "
+              + stats.openFds()
+              + " of "
+              + stats.fdBudget()
+              + " fds (prefetch never evicts and stays below half the fd budget)");
+    }
+    if (n == 0) {
+      return true;
+    }
+    List<ExtendedBlock> batch = new ArrayList<>(n);
+    List<Token<BlockTokenIdentifier>> tokens = new ArrayList<>(n);
+    for (int i = from; i < from + n; i++) {
+      batch.add(blocks[i].getBlock());
+      tokens.add(blocks[i].getBlockToken());
+    }
+    ReplicaManager.PrefetchResult[] results;
+    try {
+      results = scr.prefetchBatch(batch, tokens, path, src);
+    } catch (InterruptedIOException e) {
+      scr.recordPrefetchSkipped(n);
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (Exception e) {
+      scr.recordPrefetchSkipped(n);
+      LOG.debug("Batched prefetch of {} blocks of {} failed", n, src, e);
+      return true;
+    }
+    // The peer failed the extension: stock ops from now on, one block at a time.
+    boolean oneByOne = !batchable(path);
+    for (int i = 0; i < n; i++) {
+      if (results[i] != ReplicaManager.PrefetchResult.NOT_OPENED) {
+        continue;
+      }
+      if (!oneByOne) {
+        scr.recordPrefetchSkipped(1);
+      } else if (!open(blocks[from + i], path)) {
+        scr.recordPrefetchSkipped(n - i - 1);
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Opens one block; false when the rest of the file must be skipped too. */

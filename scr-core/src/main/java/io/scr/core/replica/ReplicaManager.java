@@ -82,6 +82,13 @@ public final class ReplicaManager implements Closeable {
   private final ClientCounters counters;
   private final AbsentReplicas absent;
   private final ConcurrentHashMap<String, DataNodeEndpoint> endpoints = new ConcurrentHashMap<>();
+
+  /**
+   * Replicas a batched prefetch ({@link #prefetchBatch}) is about to open or opening: a reader's
+   * load of one takes it over or waits for it ({@link PendingOpen}).
+   */
+  private final ConcurrentHashMap<ReplicaKey, PendingOpen> pendingOpens = new ConcurrentHashMap<>();
+
   private final Object watcherLock = new Object();
 
   @com.google.errorprone.annotations.concurrent.GuardedBy("watcherLock")
@@ -282,6 +289,232 @@ public final class ReplicaManager implements Closeable {
     return null;
   }
 
+  /** Longest a reader's load waits for a batched prefetch it found sent: one exchange's bound. */
+  private long batchWaitMs() {
+    return pool.exchangeTimeoutMs() + slotWait.toMillis();
+  }
+
+  /**
+   * As {@link #prefetch} for several blocks of one DataNode in one op-127 BATCH_FDS exchange (at
+   * most {@link ShortCircuitExchanges#MAX_BLOCKS_PER_BATCH_FDS}), for a peer that advertised {@code
+   * batch-fds}; the caller checks ({@link #extensions()}). Until the batch is sent a reader's load
+   * of one of its blocks takes that block over (the batch leaves it out); once sent, the reader
+   * waits for the batch's answer instead of asking again. A refusal is handled per block as for
+   * {@link #prefetch} (remembered when the replica is absent). When the peer fails the extension
+   * (closes the connection, as a stock DataNode does on op 127) it is recorded with {@link
+   * PeerExtensions#extensionFailed} and every block not opened is {@code NOT_OPENED}: the caller
+   * opens them one by one.
+   *
+   * @return one result per block, in order
+   * @throws java.io.InterruptedIOException if the thread was interrupted
+   */
+  public PrefetchResult[] prefetchBatch(
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      String socketPath,
+      String fileName)
+      throws IOException {
+    int n = blocks.size();
+    PrefetchResult[] results = new PrefetchResult[n];
+    ReplicaKey[] keys = new ReplicaKey[n];
+    PendingOpen[] pending = new PendingOpen[n];
+    LeasedReplica probe = new LeasedReplica(this, reader);
+    for (int i = 0; i < n; i++) {
+      ExtendedBlock b = blocks.get(i);
+      keys[i] = new ReplicaKey(b.getBlockPoolId(), b.getBlockId(), socketPath);
+      if (cache.leaseIfPresent(keys[i], probe)) {
+        probe.close();
+        results[i] = PrefetchResult.ALREADY_OPEN;
+      } else if (backoff.isBackingOff(socketPath) || absent.remembers(b, socketPath)) {
+        results[i] = PrefetchResult.NOT_OPENED;
+      } else {
+        PendingOpen p = new PendingOpen();
+        if (pendingOpens.putIfAbsent(keys[i], p) == null) {
+          pending[i] = p;
+        } else {
+          results[i] = PrefetchResult.NOT_OPENED; // another prefetch of this replica is under way
+        }
+      }
+    }
+    try {
+      List<Integer> sent = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        if (pending[i] != null) {
+          if (pending[i].send()) {
+            sent.add(i);
+          } else {
+            results[i] = PrefetchResult.ALREADY_OPEN; // a reader took it over and opens it
+          }
+        }
+      }
+      if (!sent.isEmpty()) {
+        exchangeBatch(blocks, tokens, socketPath, sent, pending, results);
+        install(keys, pending, blocks, sent, results);
+      }
+    } finally {
+      for (int i = 0; i < n; i++) {
+        if (pending[i] != null) {
+          pending[i].complete(null); // wakes any reader still waiting: it opens the block itself
+          pendingOpens.remove(keys[i], pending[i]);
+          Replica left = pending[i].claim();
+          if (left != null) {
+            closeQuietly(left);
+          }
+          if (results[i] == null) {
+            results[i] = PrefetchResult.NOT_OPENED;
+          }
+        }
+      }
+    }
+    return results;
+  }
+
+  /** Sends the batch of the {@code sent} blocks and completes their pending opens. */
+  private void exchangeBatch(
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      String socketPath,
+      List<Integer> sent,
+      PendingOpen[] pending,
+      PrefetchResult[] results)
+      throws IOException {
+    DataNodeEndpoint endpoint = endpoint(socketPath);
+    SlotPool slotPool = endpoint.slotPoolOrNull();
+    List<ExtendedBlock> batchBlocks = new ArrayList<>(sent.size());
+    List<Token<BlockTokenIdentifier>> batchTokens = new ArrayList<>(sent.size());
+    List<io.scr.shm.SlotId> slotIds = new ArrayList<>(sent.size());
+    Slot[] slots = new Slot[sent.size()];
+    for (int j = 0; j < sent.size(); j++) {
+      batchBlocks.add(blocks.get(sent.get(j)));
+      batchTokens.add(tokens.get(sent.get(j)));
+      slots[j] = endpoint.allocateSlot();
+      slotIds.add(slots[j] == null ? null : slots[j].id());
+    }
+    List<ShortCircuitExchanges.BatchedFds> answers;
+    long t0 = ticker.read();
+    try {
+      answers =
+          ShortCircuitExchanges.requestFdsBatched(
+              pool, socketPath, batchBlocks, batchTokens, slotIds);
+    } catch (IOException | RuntimeException e) {
+      for (Slot slot : slots) {
+        if (slot != null) {
+          slotPool.releaseUnregistered(slot);
+        }
+      }
+      if (e instanceof InterruptedIOException) {
+        throw (InterruptedIOException) e;
+      }
+      if (e instanceof java.io.EOFException || e instanceof java.net.SocketException) {
+        // Closed on an extension request (the pool already retried a stale connection once): the
+        // peer no longer takes it. Stock ops until its socket changes; the blocks are opened one
+        // by one.
+        extensions.extensionFailed(socketPath, e.toString());
+      } else {
+        classify(socketPath, e); // as a failed op 87 would
+      }
+      return;
+    }
+    long exchangeNanos = ticker.read() - t0;
+    for (int j = 0; j < sent.size(); j++) {
+      int i = sent.get(j);
+      ShortCircuitExchanges.BatchedFds a = answers.get(j);
+      ExtendedBlock block = blocks.get(i);
+      if (a.refusal() != null) {
+        if (slots[j] != null) {
+          slotPool.releaseUnregistered(slots[j]);
+        }
+        IOException refusal = a.refusal();
+        if (refusal instanceof ShortCircuitRefusedException
+            && ((ShortCircuitRefusedException) refusal).replicaAbsent()) {
+          absent.remember(block, socketPath);
+        }
+        classify(socketPath, refusal);
+        results[i] = PrefetchResult.NOT_OPENED;
+        pending[i].complete(null);
+        continue;
+      }
+      long t1 = ticker.read();
+      try {
+        ReplicaFiles files =
+            ReplicaFiles.open(
+                new FileInputStream(a.data()).getChannel(),
+                new FileInputStream(a.meta()).getChannel(),
+                block.getBlockPoolId() + ":" + block.getBlockName());
+        PathCounters pathCounters = counters.path(socketPath);
+        pathCounters.recordOpen();
+        counters.recordOpenPhase(ClientCounters.OpenPhase.EXCHANGE, exchangeNanos / sent.size());
+        counters.recordOpenPhase(ClientCounters.OpenPhase.FILES, ticker.read() - t1);
+        pending[i].complete(
+            new Replica(
+                socketPath,
+                files,
+                block.getGenerationStamp(),
+                slots[j],
+                slotPool,
+                ticker,
+                staleAfterNanos,
+                pathCounters,
+                true));
+      } catch (IOException | RuntimeException e) {
+        closeQuietly(new FileDescriptor[] {a.data(), a.meta()});
+        if (slots[j] != null) {
+          slotPool.release(slots[j]); // registered by the grant
+        }
+        LOG.debug("prefetched replica of {} could not be opened: {}", block, e.toString());
+        results[i] = PrefetchResult.NOT_OPENED;
+        pending[i].complete(null);
+      }
+    }
+    backoff.recordSuccess(socketPath);
+  }
+
+  /**
+   * Puts the batch's replicas into the cache: through the cache's single load per key, so a reader
+   * that claimed one (and is loading it) is joined rather than duplicated.
+   */
+  private void install(
+      ReplicaKey[] keys,
+      PendingOpen[] pending,
+      List<ExtendedBlock> blocks,
+      List<Integer> sent,
+      PrefetchResult[] results) {
+    LeasedReplica lease = new LeasedReplica(this, reader);
+    for (int i : sent) {
+      if (results[i] != null) {
+        continue; // refused or failed
+      }
+      PendingOpen p = pending[i];
+      try {
+        cache.lease(
+            keys[i],
+            k -> {
+              Replica r = p.claim();
+              if (r == null) {
+                // A reader claimed it and its load finished and was dropped in between: no second
+                // request from the prefetch.
+                throw new IOException("prefetched replica of " + k + " was taken");
+              }
+              return r;
+            },
+            lease);
+        boolean current = lease.value().generationStamp() == blocks.get(i).getGenerationStamp();
+        lease.close();
+        results[i] = current ? PrefetchResult.OPENED : PrefetchResult.NOT_OPENED;
+      } catch (IOException | RuntimeException e) {
+        results[i] = PrefetchResult.NOT_OPENED; // budget, closed, or taken: the read decides
+      }
+    }
+  }
+
+  private static void closeQuietly(Replica r) {
+    try {
+      r.close();
+    } catch (IOException e) {
+      LOG.debug("closing an unused prefetched replica failed", e);
+    }
+  }
+
   private LeasedReplica reusable(ReplicaLease reuse) {
     if (!(reuse instanceof LeasedReplica) || !((LeasedReplica) reuse).ownedBy(this)) {
       throw new IllegalArgumentException(
@@ -386,6 +619,18 @@ public final class ReplicaManager implements Closeable {
   private Replica open(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
       throws IOException {
+    if (!pendingOpens.isEmpty()) {
+      PendingOpen pending =
+          pendingOpens.get(new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath));
+      if (pending != null) {
+        // A batched prefetch holds this block: if it has not sent it yet, this load takes it over
+        // (no wait behind other blocks); if it has, the batch's answer is this load's.
+        Replica r = pending.takeOverOrAwait(TimeUnit.MILLISECONDS.toNanos(batchWaitMs()));
+        if (r != null) {
+          return r;
+        }
+      }
+    }
     // Asked again inside the single flight: a caller that checked before a load of this key
     // failed as absent (a prefetch racing a read) must not ask that DataNode a second time.
     if (absent.isAbsent(block, socketPath)) {
