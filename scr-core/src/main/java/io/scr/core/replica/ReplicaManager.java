@@ -422,7 +422,7 @@ public final class ReplicaManager implements Closeable {
       ExtendedBlock block = blocks.get(i);
       if (a.refusal() != null) {
         if (slots[j] != null) {
-          slotPool.releaseUnregistered(slots[j]);
+          endpoint.releaseRefused(slots[j]);
         }
         IOException refusal = a.refusal();
         if (refusal instanceof ShortCircuitRefusedException
@@ -691,6 +691,8 @@ public final class ReplicaManager implements Closeable {
       if (slot != null) {
         if (registered) {
           slotPool.release(slot);
+        } else if (e instanceof ShortCircuitRefusedException || e instanceof InvalidToken) {
+          endpoint.releaseRefused(slot); // the DataNode unregisters it after its answer
         } else {
           slotPool.releaseUnregistered(slot);
         }
@@ -798,7 +800,8 @@ public final class ReplicaManager implements Closeable {
                 clientName,
                 shmEnabled,
                 slotLowWatermark > 0,
-                this::newSlotPool));
+                this::newSlotPool,
+                ticker));
   }
 
   private SlotPool newSlotPool(DataNodeEndpoint endpoint) {

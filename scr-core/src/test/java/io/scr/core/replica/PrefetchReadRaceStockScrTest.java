@@ -128,4 +128,33 @@ class PrefetchReadRaceStockScrTest {
             + " requests avoided)");
     assertNull(scr.leaseIfCached(absent, "/race/refused"));
   }
+
+  @Test
+  void theSlotOfARefusedRequestIsNotHandedOutAgainAtOnce() throws Exception {
+    MiniDfs dfs = DFS.dfs();
+    dfs.writeRandomFile("/race/slots", 2 << 20, 22);
+    java.util.List<LocatedBlock> blocks =
+        dfs.fileSystem().getClient().getLocatedBlocks("/race/slots", 0).getLocatedBlocks();
+    ExtendedBlock absent = new ExtendedBlock(blocks.get(0).getBlock());
+    absent.setGenerationStamp(absent.getGenerationStamp() + 1);
+    String path = dfs.socketPath(0);
+    ScrClient scr = fileSystem("race-slots").scrClient();
+    try (ReplicaLease a =
+        scr.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path)) {
+      io.scr.shm.SlotId first = ((LeasedReplica) a).value().slot().id();
+      // The refused request carries the lowest free slot (allocation is first-fit): the one after
+      // the first replica's. The stock DataNode clears that slot's VALID flag only after its
+      // answer; handed out again at once, the next request would carry a slot the DataNode may
+      // find invalid.
+      assertNull(scr.lease(absent, blocks.get(0).getBlockToken(), path), "refused");
+      io.scr.shm.SlotId refused = io.scr.shm.SlotId.of(first.shmId(), first.index() + 1);
+      try (ReplicaLease b =
+          scr.lease(blocks.get(1).getBlock(), blocks.get(1).getBlockToken(), path)) {
+        io.scr.shm.SlotId next = ((LeasedReplica) b).value().slot().id();
+        assertTrue(
+            !next.equals(refused),
+            "the refused request's slot " + refused + " was handed out again at once");
+      }
+    }
+  }
 }
