@@ -939,9 +939,45 @@ public final class ScrClient implements Closeable {
     }
   }
 
-  /** Counts one replica a prefetch leased and released ({@code ReplicasPrefetched}). */
-  public void recordPrefetched() {
-    counters.recordPrefetched();
+  /**
+   * Opens the replica of {@code block} from the DataNode at {@code socketPath} ahead of its first
+   * read and leaves it cached (prefetch on open), on the calling thread; counts {@code
+   * ReplicasPrefetched} when it opened it. It shares the cache's one load per replica with readers
+   * and consults the backoff and the absent-replica memory as a read does (see {@link
+   * ReplicaManager#prefetch}); counts no fallback.
+   *
+   * @throws IOException an invalid token or an interrupt; every other failure is a {@code
+   *     NOT_OPENED} result
+   */
+  public ReplicaManager.PrefetchResult prefetch(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      throws IOException {
+    ReplicaManager.PrefetchResult r = replicas.prefetch(block, token, socketPath, fileName);
+    if (r == ReplicaManager.PrefetchResult.OPENED) {
+      counters.recordPrefetched();
+    }
+    return r;
+  }
+
+  /**
+   * As {@link #prefetch} for several blocks of one DataNode in one batched exchange, for a peer
+   * whose {@link #extensions()} offer {@code batch-fds} (see {@link ReplicaManager#prefetchBatch});
+   * counts {@code ReplicasPrefetched} for each block it opened.
+   */
+  public ReplicaManager.PrefetchResult[] prefetchBatch(
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      String socketPath,
+      String fileName)
+      throws IOException {
+    ReplicaManager.PrefetchResult[] r =
+        replicas.prefetchBatch(blocks, tokens, socketPath, fileName);
+    for (ReplicaManager.PrefetchResult x : r) {
+      if (x == ReplicaManager.PrefetchResult.OPENED) {
+        counters.recordPrefetched();
+      }
+    }
+    return r;
   }
 
   /** Counts {@code blocks} blocks a prefetch did not open ({@code PrefetchSkipped}). */

@@ -324,17 +324,16 @@ public final class ScrKeys {
       scr(
           "scr.client.prefetch.max-blocks",
           Integer.class,
-          0,
+          16,
           "When a ScrFileSystem stream opens a file, the replicas of up to this many of its local,"
               + " finalized blocks (in file order, among the blocks the NameNode listed on open) are"
-              + " opened ahead on the engine's prefetch threads, so the first read of each is a"
-              + " cache hit. Never delays open(); skipped (counted in PrefetchSkipped) when the"
-              + " queue is full, the replica cache is full or holds half its fd budget or more,"
-              + " or the stream closed first. Per file system. 0 (the default) turns prefetch"
-              + " off; 16 covers a region's HFiles of up to 16 blocks. Off by default for now:"
-              + " a prefetch racing the first read of a block another local DataNode refuses asks"
-              + " that DataNode once more, and the prefetch threads use pooled connections of"
-              + " their own.");
+              + " opened ahead, one after another on one of the engine's prefetch threads (one"
+              + " pooled connection), so the first read of each is a cache hit. A read never waits"
+              + " behind other blocks: it opens a block whose turn has not come itself, and shares"
+              + " the open of the block in flight (one fd request between them, also when the"
+              + " DataNode refuses it). Never delays open(); skipped (counted in PrefetchSkipped)"
+              + " when the queue is full, the replica cache is full or holds half its fd budget or"
+              + " more, or the stream closed first. Per file system. 0 turns prefetch off.");
 
   /** Prefetch on open: threads per engine. */
   public static final ScrKey<Integer> PREFETCH_THREADS =

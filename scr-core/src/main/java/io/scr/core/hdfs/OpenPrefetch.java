@@ -1,30 +1,57 @@
 package io.scr.core.hdfs;
 
 import io.scr.cache.LeaseCacheStats;
-import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
+import io.scr.core.net.PeerExtensions;
+import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.core.replica.ReplicaManager;
+import java.io.InterruptedIOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Prefetch on open (issue 16): when a {@link ScrInputStream} opens a file, the replicas of its
- * local, finalized blocks are leased and released at once on the engine's prefetch threads ({@link
- * ScrClient#submitPrefetch}), so each stays in the replica cache and the stream's first read of it
- * is a cache hit instead of an op-87 exchange on the reading thread.
+ * local, finalized blocks are opened ahead on one of the engine's prefetch threads ({@link
+ * ScrClient#submitPrefetch}) and left in the replica cache, so the stream's first read of each is a
+ * cache hit instead of an op-87 exchange on the reading thread.
+ *
+ * <p><b>One task per file, one block at a time.</b> The file's blocks are opened in file order by a
+ * single task, each through the cache's single load per replica ({@link ScrClient#prefetch}), so
+ * the exchanges follow one another on one pooled connection: a prefetch holds at most one
+ * connection and one exchange at a time, whatever the file's size. A read never waits behind other
+ * blocks: a block whose turn has not come is not loading, so its first read opens it itself (the
+ * prefetch then finds it cached and moves on); a read of the block being opened waits for that one
+ * exchange, which started before it and which it would otherwise have repeated. The absent-replica
+ * memory and the backoff are consulted before and inside each load, so a prefetch and a read of a
+ * block the DataNode refuses ask it once between them.
+ *
+ * <p><b>One batched exchange where the peer takes it.</b> When the engine knows the DataNode offers
+ * the scr shim's batched fd request ({@code batch-fds}; known from an earlier probe, never probed
+ * here), the file's blocks on it go in one op-127 BATCH_FDS exchange ({@link
+ * ScrClient#prefetchBatch}, up to {@link ShortCircuitExchanges#MAX_BLOCKS_PER_BATCH_FDS} blocks per
+ * exchange). A read of a block of the batch takes it over while the batch is not sent yet, and
+ * waits for the batch's answer once it is. A stock DataNode waits for the client's receipt byte
+ * after every fd answer before it reads the next request, so op-87 requests cannot be written ahead
+ * on one connection: there the blocks go one exchange after another, as above.
  *
  * <p><b>Bounds.</b> At most {@code maxBlocks} blocks per stream (the first ones in file order among
- * the blocks the table holds: local socket, finalized, not corrupt). A block is skipped, and
- * counted in {@code PrefetchSkipped}, when the engine's queue is full (open() never waits for it),
- * when the replica cache is at its entry capacity (a prefetch must never evict a replica someone
- * reads), when the cache's replicas hold half its fd budget or more, when the stream closed before
- * the block's turn, or when the lease fails (the read then opens it as it would without prefetch;
- * the failure is counted by the engine as any lease failure).
+ * the blocks the table holds: local socket, finalized, not corrupt). Blocks are skipped, and
+ * counted in {@code PrefetchSkipped}, when the engine's queue is full (open() never waits for it;
+ * all the file's blocks), when the replica cache is at its entry capacity (a prefetch must never
+ * evict a replica someone reads), when the cache's replicas hold half its fd budget or more, when
+ * the stream closed before the block's turn, or when the open fails (the read then opens it as it
+ * would without prefetch). A replica already cached is neither.
  *
  * <p>Thread-safety: {@link #start} runs on the opening thread, {@link #cancel} on the closing one,
- * the block tasks on prefetch threads; they share only the cancelled flag and immutable fields.
+ * the task on a prefetch thread; they share only the cancelled flag and immutable fields.
  */
 final class OpenPrefetch {
   private static final Logger LOG = LoggerFactory.getLogger(OpenPrefetch.class);
@@ -33,47 +60,53 @@ final class OpenPrefetch {
   private static final AtomicBoolean NO_ROOM_LOGGED = new AtomicBoolean();
 
   /**
-   * Tests only: run by a prefetch task before it leases its block (to hold prefetch threads on a
+   * Tests only: run by a prefetch task before it opens each block (to hold prefetch threads on a
    * latch). Null in production.
    */
   static volatile Consumer<LocatedBlock> beforeLeaseForTests;
 
   private final ScrClient scr;
   private final String src;
+  private final LocatedBlock[] blocks;
+  private final String[] paths;
   private final AtomicBoolean cancelled = new AtomicBoolean();
 
-  private OpenPrefetch(ScrClient scr, String src) {
+  private OpenPrefetch(ScrClient scr, String src, LocatedBlock[] blocks, String[] paths) {
     this.scr = scr;
     this.src = src;
+    this.blocks = blocks;
+    this.paths = paths;
   }
 
   /**
-   * Queues the opens of up to {@code maxBlocks} of {@code table}'s short-circuit blocks; returns
-   * without waiting for any. Null when nothing was queued.
+   * Queues the opens of up to {@code maxBlocks} of {@code table}'s short-circuit blocks as one
+   * task; returns without waiting for it. Null when nothing was queued.
    */
   static OpenPrefetch start(ScrClient scr, String src, BlockTable table, int maxBlocks) {
     if (maxBlocks <= 0) {
       return null;
     }
-    OpenPrefetch prefetch = new OpenPrefetch(scr, src);
-    int chosen = 0;
-    int rejected = 0;
-    for (int i = 0; i < table.blocks.length && chosen < maxBlocks; i++) {
+    List<LocatedBlock> chosen = new ArrayList<>();
+    List<String> chosenPaths = new ArrayList<>();
+    for (int i = 0; i < table.blocks.length && chosen.size() < maxBlocks; i++) {
       String path = table.socketPaths[i];
-      if (path == null) {
-        continue;
-      }
-      chosen++;
-      LocatedBlock lb = table.blocks[i];
-      if (!scr.submitPrefetch(() -> prefetch.open(lb, path))) {
-        rejected++;
+      if (path != null) {
+        chosen.add(table.blocks[i]);
+        chosenPaths.add(path);
       }
     }
-    if (rejected > 0) {
-      scr.recordPrefetchSkipped(rejected);
+    if (chosen.isEmpty()) {
+      return null;
+    }
+    OpenPrefetch prefetch =
+        new OpenPrefetch(
+            scr, src, chosen.toArray(new LocatedBlock[0]), chosenPaths.toArray(new String[0]));
+    if (!scr.submitPrefetch(prefetch::run)) {
+      scr.recordPrefetchSkipped(chosen.size());
       noRoom("the prefetch queue is full (scr.client.prefetch.queue-size)");
+      return null;
     }
-    return chosen > rejected ? prefetch : null;
+    return prefetch;
   }
 
   /** The stream closed: blocks whose turn has not come are skipped. */
@@ -81,11 +114,121 @@ final class OpenPrefetch {
     cancelled.set(true);
   }
 
-  private void open(LocatedBlock lb, String path) {
+  private void run() {
+    int i = 0;
+    while (i < blocks.length) {
+      int end = i + 1;
+      while (end < blocks.length
+          && end - i < ShortCircuitExchanges.MAX_BLOCKS_PER_BATCH_FDS
+          && paths[end].equals(paths[i])) {
+        end++;
+      }
+      boolean goOn;
+      if (end - i > 1 && batchable(paths[i])) {
+        goOn = openBatch(i, end);
+        i = end;
+      } else {
+        goOn = open(blocks[i], paths[i]);
+        i++;
+      }
+      if (!goOn) {
+        scr.recordPrefetchSkipped(blocks.length - i); // the rest: closed, or interrupted
+        return;
+      }
+    }
+  }
+
+  /**
+   * Whether the DataNode at {@code path} is known to take batched fd requests. Only a known answer
+   * counts: asking (a HELLO on a new connection) would cost a stock DataNode a connection it
+   * closes, beside the one the prefetch uses; the answer becomes known with the engine's first slot
+   * release to that DataNode, or any other probe.
+   */
+  private boolean batchable(String path) {
+    PeerExtensions.Features f = scr.extensions().knownFeatures(path);
+    return f != null && f.batchFds();
+  }
+
+  /**
+   * Opens blocks [from, to) of one DataNode that offers batched fd requests in one exchange; the
+   * blocks it could not open because the peer failed the extension are opened one by one. False
+   * when the rest of the file must be skipped too.
+   */
+  private boolean openBatch(int from, int to) {
+    String path = paths[from];
+    if (cancelled.get()) {
+      scr.recordPrefetchSkipped(to - from);
+      return false;
+    }
+    Consumer<LocatedBlock> hook = beforeLeaseForTests;
+    if (hook != null) {
+      hook.accept(blocks[from]);
+    }
+    if (cancelled.get()) {
+      scr.recordPrefetchSkipped(to - from);
+      return false;
+    }
+    LeaseCacheStats stats = scr.cacheStats();
+    long room =
+        Math.min(
+            stats.capacity() - stats.entryCount(), (stats.fdBudget() / 2 - stats.openFds()) / 2);
+    int n = (int) Math.max(0, Math.min(to - from, room));
+    if (n < to - from) {
+      scr.recordPrefetchSkipped(to - from - n);
+      noRoom(
+          "the replica cache holds "
+              + stats.entryCount()
+              + " of "
+              + stats.capacity()
+              + " replicas and "
+              + stats.openFds()
+              + " of "
+              + stats.fdBudget()
+              + " fds (prefetch never evicts and stays below half the fd budget)");
+    }
+    if (n == 0) {
+      return true;
+    }
+    List<ExtendedBlock> batch = new ArrayList<>(n);
+    List<Token<BlockTokenIdentifier>> tokens = new ArrayList<>(n);
+    for (int i = from; i < from + n; i++) {
+      batch.add(blocks[i].getBlock());
+      tokens.add(blocks[i].getBlockToken());
+    }
+    ReplicaManager.PrefetchResult[] results;
+    try {
+      results = scr.prefetchBatch(batch, tokens, path, src);
+    } catch (InterruptedIOException e) {
+      scr.recordPrefetchSkipped(n);
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (Exception e) {
+      scr.recordPrefetchSkipped(n);
+      LOG.debug("Batched prefetch of {} blocks of {} failed", n, src, e);
+      return true;
+    }
+    // The peer failed the extension: stock ops from now on, one block at a time.
+    boolean oneByOne = !batchable(path);
+    for (int i = 0; i < n; i++) {
+      if (results[i] != ReplicaManager.PrefetchResult.NOT_OPENED) {
+        continue;
+      }
+      if (!oneByOne) {
+        scr.recordPrefetchSkipped(1);
+      } else if (!open(blocks[from + i], path)) {
+        scr.recordPrefetchSkipped(n - i - 1);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Opens one block; false when the rest of the file must be skipped too. */
+  private boolean open(LocatedBlock lb, String path) {
     try {
       if (cancelled.get()) {
         scr.recordPrefetchSkipped(1);
-        return;
+        return false;
       }
       Consumer<LocatedBlock> hook = beforeLeaseForTests;
       if (hook != null) {
@@ -93,7 +236,7 @@ final class OpenPrefetch {
       }
       if (cancelled.get()) {
         scr.recordPrefetchSkipped(1);
-        return;
+        return false;
       }
       LeaseCacheStats stats = scr.cacheStats();
       // Half the fd budget is left to the readers, and a load at capacity would evict a replica
@@ -110,18 +253,21 @@ final class OpenPrefetch {
                 + " of "
                 + stats.fdBudget()
                 + " fds (prefetch never evicts and stays below half the fd budget)");
-        return;
+        return true;
       }
-      ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), path, src);
-      if (lease == null) {
-        scr.recordPrefetchSkipped(1); // why is counted by the engine as a fallback reason
-        return;
+      if (scr.prefetch(lb.getBlock(), lb.getBlockToken(), path, src)
+          == ReplicaManager.PrefetchResult.NOT_OPENED) {
+        scr.recordPrefetchSkipped(1);
       }
-      lease.close(); // the replica stays cached for the stream's first read
-      scr.recordPrefetched();
-    } catch (Exception e) { // an expired token, an I/O error, the engine closing: the read decides
+      return true;
+    } catch (InterruptedIOException e) {
+      scr.recordPrefetchSkipped(1); // the engine is shutting its prefetch threads down
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (Exception e) { // an expired token, the engine closing: the read decides
       scr.recordPrefetchSkipped(1);
       LOG.debug("Prefetch of {} in {} failed; its first read opens it", lb.getBlock(), src, e);
+      return true;
     }
   }
 

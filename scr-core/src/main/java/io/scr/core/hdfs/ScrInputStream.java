@@ -101,9 +101,11 @@ import org.slf4j.LoggerFactory;
  * reader is made.
  *
  * <p><b>Prefetch on open.</b> {@link ScrFileSystem} calls {@link #prefetch} right after it made the
- * stream: the replicas of the first {@code scr.client.prefetch.max-blocks} local blocks are leased
- * and released on the engine's prefetch threads ({@link OpenPrefetch}), so their first reads here
- * are cache hits; {@link #close()} cancels those that have not run yet.
+ * stream: the replicas of the first {@code scr.client.prefetch.max-blocks} local blocks are opened
+ * ahead by one task on the engine's prefetch threads ({@link OpenPrefetch}: one exchange after
+ * another on one connection, or one batched exchange with a shim that offers it), so their first
+ * reads here are cache hits; a read of a block whose turn has not come opens it itself, a read of
+ * the block being opened shares that open; {@link #close()} cancels those that have not run yet.
  *
  * <p><b>Resources.</b> Holds no fds or sockets between reads, apart from the leases of zero-copy
  * buffers not yet released: each other lease is closed before the read returns, and the cached

@@ -54,6 +54,7 @@ public final class ClientCounters {
   private final LongAdder batchedReleaseSlots = new LongAdder();
   private final LongAdder prefetched = new LongAdder();
   private final LongAdder prefetchSkipped = new LongAdder();
+  private final LongAdder prefetchHits = new LongAdder();
 
   /** Empty counters. */
   public ClientCounters() {
@@ -107,7 +108,17 @@ public final class ClientCounters {
     batchedReleaseSlots.add(slots);
   }
 
-  /** Records one replica a prefetch on open leased and released. */
+  /** Records a reader's first lease of a replica a prefetch on open opened. */
+  public void recordPrefetchHit() {
+    prefetchHits.increment();
+  }
+
+  /** Replicas a prefetch on open opened whose first reader found them opened (or opening). */
+  public long prefetchHits() {
+    return prefetchHits.sum();
+  }
+
+  /** Records one replica a prefetch on open opened. */
   public void recordPrefetched() {
     prefetched.increment();
   }
@@ -117,7 +128,7 @@ public final class ClientCounters {
     prefetchSkipped.add(blocks);
   }
 
-  /** Replicas prefetches on open leased and released (opened, or found open). */
+  /** Replicas prefetches on open opened (not counting those found open already). */
   public long prefetched() {
     return prefetched.sum();
   }

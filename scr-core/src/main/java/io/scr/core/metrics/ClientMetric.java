@@ -134,8 +134,8 @@ public enum ClientMetric {
       "ReplicasPrefetched",
       Kind.COUNTER,
       "replicas",
-      "Replicas opened ahead when a stream opened their file (leased and released; a replica"
-          + " already open counts too)"),
+      "Replicas opened ahead when a stream opened their file (a replica already open is not"
+          + " counted)"),
   PREFETCH_SKIPPED(
       "PrefetchSkipped",
       Kind.COUNTER,
@@ -159,6 +159,12 @@ public enum ClientMetric {
       Kind.GAUGE,
       "mappings",
       "Block files mapped now for mapped reads (charged to their budget)"),
+  PREFETCH_HITS(
+      "PrefetchHits",
+      Kind.COUNTER,
+      "replicas",
+      "Prefetched replicas whose first read found them open, or waited for the prefetch's open"
+          + " instead of asking the DataNode again: replica opens taken off the reading threads"),
   // ---- replicas local DataNodes do not hold ----
   ABSENT_REPLICAS_REMEMBERED(
       "AbsentReplicasRemembered",

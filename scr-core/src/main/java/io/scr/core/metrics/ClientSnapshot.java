@@ -38,6 +38,7 @@ public final class ClientSnapshot {
   final long mappedReads;
   final long mappedReadFallbacks;
   final int mappedReadMappings;
+  final long prefetchHits;
   final long extensionProbes;
   final int extensionPeers;
   final long extensionFailures;
@@ -80,6 +81,7 @@ public final class ClientSnapshot {
     this.mappedReads = b.mappedReads;
     this.mappedReadFallbacks = b.mappedReadFallbacks;
     this.mappedReadMappings = b.mappedReadMappings;
+    this.prefetchHits = b.prefetchHits;
     this.extensionProbes = b.extensionProbes;
     this.extensionPeers = b.extensionPeers;
     this.extensionFailures = b.extensionFailures;
@@ -170,7 +172,15 @@ public final class ClientSnapshot {
     return releasesBatched;
   }
 
-  /** Replicas prefetches on open leased and released (opened, or found open already). */
+  /**
+   * Replicas a prefetch on open opened whose first reader lease found them open, or waited for the
+   * prefetch's open instead of asking the DataNode itself: replica opens taken off readers.
+   */
+  public long prefetchHits() {
+    return prefetchHits;
+  }
+
+  /** Replicas prefetches on open opened (replicas found open already are not counted). */
   public long replicasPrefetched() {
     return replicasPrefetched;
   }
@@ -324,6 +334,7 @@ public final class ClientSnapshot {
     long mappedReads;
     long mappedReadFallbacks;
     int mappedReadMappings;
+    long prefetchHits;
     long extensionProbes;
     int extensionPeers;
     long extensionFailures;

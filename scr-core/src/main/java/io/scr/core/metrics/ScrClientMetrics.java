@@ -145,6 +145,7 @@ public final class ScrClientMetrics implements MetricsSource {
       b.mappedReadFallbacks = mapped.fallbacks();
       b.mappedReadMappings = mapped.budget().mappings();
     }
+    b.prefetchHits = counters.prefetchHits();
     b.extensionProbes = client.extensions().probeCount();
     b.extensionPeers = client.extensions().extendedPathCount();
     b.extensionFailures = client.extensions().extensionFailureCount();
@@ -216,6 +217,7 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.MAPPED_READS, s.mappedReads);
     counter(rb, ClientMetric.MAPPED_READ_FALLBACKS, s.mappedReadFallbacks);
     gauge(rb, ClientMetric.MAPPED_READ_MAPPINGS, s.mappedReadMappings);
+    counter(rb, ClientMetric.PREFETCH_HITS, s.prefetchHits);
     counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
     gauge(rb, ClientMetric.EXTENSION_PEERS, s.extensionPeers);
     counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);

@@ -178,6 +178,24 @@ public final class PeerExtensions {
   }
 
   /**
+   * What the peer at {@code path} offers if that is known for its current socket file (an earlier
+   * {@link #features} call probed it); null when unknown. Never probes: for callers that must not
+   * open a connection a stock DataNode would close (prefetch on open).
+   */
+  public Features knownFeatures(String path) {
+    if (!enabled) {
+      return Features.STOCK;
+    }
+    PathState state = paths.get(path);
+    Answer a = state == null ? null : state.answer;
+    if (a == null) {
+      return null;
+    }
+    Object identity = socketIdentity(path);
+    return identity != null && a.socketIdentity.equals(identity) ? a.features : null;
+  }
+
+  /**
    * Records that an extension request to {@code path} failed as if the peer did not know op 127 (it
    * closed the connection): the path is stock until its socket file changes.
    */

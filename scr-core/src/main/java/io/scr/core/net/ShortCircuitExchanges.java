@@ -5,6 +5,7 @@ import io.scr.core.protocol.ShortCircuitProtocol;
 import io.scr.shm.SlotId;
 import java.io.FileDescriptor;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
@@ -75,6 +76,110 @@ public final class ShortCircuitExchanges {
     if (refused != null) {
       throw refused;
     }
+  }
+
+  /**
+   * Most fd requests in one op-127 BATCH_FDS frame: their 2 fds each arrive in one control message,
+   * which must fit the connection's ancillary buffer (512 bytes: 64 fds take 272).
+   */
+  public static final int MAX_BLOCKS_PER_BATCH_FDS = 32;
+
+  /**
+   * One block's answer in a batched fd request: its two fds (the caller owns and closes them), or
+   * the refusal, exactly one of the two. Immutable.
+   */
+  public static final class BatchedFds {
+    private final FileDescriptor data;
+    private final FileDescriptor meta;
+    private final IOException refusal;
+
+    BatchedFds(FileDescriptor data, FileDescriptor meta, IOException refusal) {
+      this.data = data;
+      this.meta = meta;
+      this.refusal = refusal;
+    }
+
+    /** The block file's fd, or null when refused. */
+    public FileDescriptor data() {
+      return data;
+    }
+
+    /** The meta file's fd, or null when refused. */
+    public FileDescriptor meta() {
+      return meta;
+    }
+
+    /**
+     * Why the peer refused this block, as {@link #requestFds} would have thrown it ({@link
+     * ShortCircuitRefusedException}, or {@link InvalidToken}); null when granted.
+     */
+    public IOException refusal() {
+      return refusal;
+    }
+  }
+
+  /**
+   * Op 127 BATCH_FDS on one pooled connection: op 87 for every block of the list in one frame and
+   * one answer, the fds of every granted block in one message; sends the receipt byte. Only for a
+   * peer that advertised {@code batch-fds} ({@link PeerExtensions}); at most {@link
+   * #MAX_BLOCKS_PER_BATCH_FDS} blocks. A refused block does not fail the others (nor the
+   * connection, apart from a token refusal, after which the connection is not pooled again).
+   *
+   * @param slots the slot to register per block (elements may be null), or null for none
+   * @return one answer per block, in order; the caller owns every fd in them
+   * @throws DomainConnectException if the socket cannot be reached
+   * @throws IOException on I/O or protocol failure, e.g. the peer closed the connection as a stock
+   *     DataNode does on op 127; no fd is left open, and any slot it registered is unregistered by
+   *     the peer for want of the receipt
+   */
+  public static List<BatchedFds> requestFdsBatched(
+      DomainSocketPool pool,
+      String path,
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      List<SlotId> slots)
+      throws IOException {
+    if (blocks.size() > MAX_BLOCKS_PER_BATCH_FDS) {
+      throw new IllegalArgumentException(
+          blocks.size() + " blocks in one batch; at most " + MAX_BLOCKS_PER_BATCH_FDS);
+    }
+    byte[] request = ShortCircuitProtocol.encodeBatchRequestFds(blocks, tokens, slots);
+    return pool.call(
+        path,
+        c -> {
+          c.send(request);
+          BlockOpResponseProto[] answers = new BlockOpResponseProto[blocks.size()];
+          int granted = 0;
+          for (int i = 0; i < answers.length; i++) {
+            answers[i] = ShortCircuitProtocol.readFdResponse(c.in());
+            if (answers[i].getStatus() == Status.SUCCESS) {
+              granted++;
+            }
+          }
+          FileDescriptor[] fds = new FileDescriptor[2 * granted];
+          if (granted > 0) {
+            int b = c.receiveFds(fds, fds.length);
+            if (b == ShortCircuitProtocol.USE_RECEIPT_VERIFICATION) {
+              try {
+                c.sendByte(0);
+              } catch (IOException e) {
+                DomainConnection.closeAll(fds); // the peer unregisters their slots
+                throw e;
+              }
+            }
+          }
+          List<BatchedFds> out = new ArrayList<>(answers.length);
+          int next = 0;
+          for (int i = 0; i < answers.length; i++) {
+            if (answers[i].getStatus() == Status.SUCCESS) {
+              out.add(new BatchedFds(fds[next], fds[next + 1], null));
+              next += 2;
+            } else {
+              out.add(new BatchedFds(null, null, refusal(c, path, blocks.get(i), answers[i])));
+            }
+          }
+          return out;
+        });
   }
 
   /**

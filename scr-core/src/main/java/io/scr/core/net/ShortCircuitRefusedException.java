@@ -27,6 +27,14 @@ public final class ShortCircuitRefusedException extends IOException {
     this.replicaAbsent = replicaAbsent;
   }
 
+  /**
+   * A refusal answered from memory: the DataNode at the path refused this block as absent a moment
+   * ago (remembered by the caller), so it is not asked again. {@link #replicaAbsent()} is true.
+   */
+  public static ShortCircuitRefusedException rememberedAbsent(String message) {
+    return new ShortCircuitRefusedException(message, "ERROR", null, true);
+  }
+
   /** The DataNode's status name (e.g. {@code ERROR}, {@code ERROR_UNSUPPORTED}). */
   public String status() {
     return status;

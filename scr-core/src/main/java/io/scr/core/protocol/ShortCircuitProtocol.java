@@ -101,6 +101,11 @@ public final class ShortCircuitProtocol {
    */
   public static byte[] encodeRequestFds(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, SlotId slot) {
+    return frame(OP_REQUEST_SHORT_CIRCUIT_FDS, requestFdsProto(block, token, slot));
+  }
+
+  private static OpRequestShortCircuitAccessProto requestFdsProto(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, SlotId slot) {
     OpRequestShortCircuitAccessProto.Builder b =
         OpRequestShortCircuitAccessProto.newBuilder()
             .setHeader(
@@ -112,7 +117,51 @@ public final class ShortCircuitProtocol {
       b.setSlotId(toProto(slot));
     }
     b.setSupportsReceiptVerification(true);
-    return frame(OP_REQUEST_SHORT_CIRCUIT_FDS, b.build());
+    return b.build();
+  }
+
+  /**
+   * Op 127 BATCH_FDS: one op-87 request per block in one frame (each as {@link #encodeRequestFds}
+   * would send it, receipt offered); the peer answers with one delimited {@code
+   * BlockOpResponseProto} per request, in order, then, if any succeeded, one message carrying the
+   * (data, meta) fds of every success in order, whose data byte asks for one receipt byte.
+   *
+   * @param slots the slot to register per block (an element may be null), or null for none
+   */
+  public static byte[] encodeBatchRequestFds(
+      List<ExtendedBlock> blocks, List<Token<BlockTokenIdentifier>> tokens, List<SlotId> slots) {
+    if (blocks.isEmpty() || tokens.size() != blocks.size()) {
+      throw new IllegalArgumentException(
+          "a batch needs one token per block: " + blocks.size() + " blocks, " + tokens.size());
+    }
+    ByteArrayOutputStream body = new ByteArrayOutputStream(1 + 160 * blocks.size());
+    body.write(EXT_BATCH_FDS);
+    try {
+      for (int i = 0; i < blocks.size(); i++) {
+        requestFdsProto(blocks.get(i), tokens.get(i), slots == null ? null : slots.get(i))
+            .writeDelimitedTo(body);
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("writing to a byte array cannot fail", e);
+    }
+    return extensionFrame(body);
+  }
+
+  private static byte[] extensionFrame(ByteArrayOutputStream body) {
+    int length = body.size();
+    ByteArrayOutputStream frame =
+        new ByteArrayOutputStream(3 + CodedOutputStream.computeUInt32SizeNoTag(length) + length);
+    frame.write(0);
+    frame.write(DATA_TRANSFER_VERSION);
+    frame.write(OP_SCR_EXTENSION);
+    int v = length;
+    while ((v & ~0x7f) != 0) {
+      frame.write((v & 0x7f) | 0x80);
+      v >>>= 7;
+    }
+    frame.write(v);
+    frame.write(body.toByteArray(), 0, length);
+    return frame.toByteArray();
   }
 
   /** Op 88: releases one slot. */
@@ -149,20 +198,7 @@ public final class ShortCircuitProtocol {
     } catch (IOException e) {
       throw new IllegalStateException("writing to a byte array cannot fail", e);
     }
-    int length = body.size();
-    ByteArrayOutputStream frame =
-        new ByteArrayOutputStream(3 + CodedOutputStream.computeUInt32SizeNoTag(length) + length);
-    frame.write(0);
-    frame.write(DATA_TRANSFER_VERSION);
-    frame.write(OP_SCR_EXTENSION);
-    int v = length;
-    while ((v & ~0x7f) != 0) {
-      frame.write((v & 0x7f) | 0x80);
-      v >>>= 7;
-    }
-    frame.write(v);
-    frame.write(body.toByteArray(), 0, length);
-    return frame.toByteArray();
+    return extensionFrame(body);
   }
 
   /** Op 89: asks for a new shared-memory segment; {@code clientName} only names it on the DN. */

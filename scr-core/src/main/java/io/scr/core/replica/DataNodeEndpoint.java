@@ -71,6 +71,33 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
 
   private final ConcurrentHashMap<ShmId, DomainConnection> segments = new ConcurrentHashMap<>();
 
+  /**
+   * How long the slot of a refused fd request stays out of the pool. The stock DataNode answers a
+   * refusal first and only then, in its request's {@code finally}, unregisters the slot and clears
+   * its VALID flag; a slot freed at once could be allocated and sent again (by another thread, on
+   * another connection) before that, and the DataNode then refuses the new request because the slot
+   * "is not marked as valid": one more request for the block (seen with prefetch on open racing
+   * reads of remote blocks). The DataNode's {@code finally} follows its answer by microseconds.
+   */
+  static final long REFUSED_SLOT_QUARANTINE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+  /** Slots of refused requests with the time they were refused, oldest first. */
+  private final java.util.concurrent.ConcurrentLinkedQueue<RefusedSlot> refusedSlots =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  private final io.scr.cache.Ticker ticker;
+
+  /** A refused request's slot and when it was refused. Immutable. */
+  private static final class RefusedSlot {
+    final Slot slot;
+    final long refusedAtNanos;
+
+    RefusedSlot(Slot slot, long refusedAtNanos) {
+      this.slot = slot;
+      this.refusedAtNanos = refusedAtNanos;
+    }
+  }
+
   private volatile SlotPool slots;
   private volatile boolean closed;
 
@@ -92,7 +119,9 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       String clientName,
       boolean shmEnabled,
       boolean poolFetchesAhead,
-      Function<DataNodeEndpoint, SlotPool> slotPoolFactory) {
+      Function<DataNodeEndpoint, SlotPool> slotPoolFactory,
+      io.scr.cache.Ticker ticker) {
+    this.ticker = ticker;
     this.path = path;
     this.pool = pool;
     this.extensions = extensions;
@@ -125,6 +154,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
    * backing off, pool exhausted or closed).
    */
   Slot allocateSlot() {
+    freeRefusedSlots(false);
     if (!shmEnabled || closed || backoff.isBackingOff(path, FailureClass.SHM)) {
       return null;
     }
@@ -146,6 +176,33 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     } catch (IOException e) {
       LOG.debug("no slot from {}", path, e);
       return null;
+    }
+  }
+
+  /**
+   * Gives back the slot of a request the DataNode answered with a refusal (it registered the slot,
+   * and unregisters it after answering): freed, unregistered, once {@link
+   * #REFUSED_SLOT_QUARANTINE_NANOS} have passed (by the next allocation, or {@link #close()}).
+   */
+  void releaseRefused(Slot slot) {
+    refusedSlots.add(new RefusedSlot(slot, ticker.read()));
+    if (closed) {
+      freeRefusedSlots(true);
+    }
+  }
+
+  private void freeRefusedSlots(boolean all) {
+    if (refusedSlots.isEmpty()) {
+      return;
+    }
+    long now = ticker.read();
+    SlotPool p = slots;
+    RefusedSlot r;
+    while ((r = refusedSlots.peek()) != null
+        && (all || now - r.refusedAtNanos >= REFUSED_SLOT_QUARANTINE_NANOS)) {
+      if (refusedSlots.remove(r) && p != null) {
+        p.releaseUnregistered(r.slot);
+      }
     }
   }
 
@@ -298,6 +355,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       p = slots;
     }
     firstSegment.complete(null);
+    freeRefusedSlots(true);
     if (p != null) {
       p.close();
     }

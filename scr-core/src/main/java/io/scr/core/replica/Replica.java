@@ -31,6 +31,12 @@ public final class Replica implements CachedValue {
   private final PathCounters counters;
   private final String socketPath;
 
+  /**
+   * Set when a prefetch on open opened the replica and no reader has leased it yet; null for a
+   * replica a reader opened (nothing to count on its hits).
+   */
+  private final java.util.concurrent.atomic.AtomicBoolean unreadPrefetch;
+
   Replica(
       String socketPath,
       ReplicaFiles files,
@@ -39,7 +45,9 @@ public final class Replica implements CachedValue {
       SlotPool slotPool,
       Ticker ticker,
       long staleAfterNanos,
-      PathCounters counters) {
+      PathCounters counters,
+      boolean prefetched) {
+    this.unreadPrefetch = prefetched ? new java.util.concurrent.atomic.AtomicBoolean(true) : null;
     this.socketPath = socketPath;
     this.counters = counters;
     this.files = files;
@@ -68,6 +76,15 @@ public final class Replica implements CachedValue {
   /** The slot, or null when the replica was opened without shared memory. */
   public Slot slot() {
     return slot;
+  }
+
+  /**
+   * True exactly once, for the first reader lease of a replica a prefetch opened (a prefetch hit);
+   * false for every other lease. One volatile load once taken.
+   */
+  boolean takeUnreadPrefetch() {
+    java.util.concurrent.atomic.AtomicBoolean u = unreadPrefetch;
+    return u != null && u.get() && u.compareAndSet(true, false);
   }
 
   /** The counters of the socket path the replica was opened through. */

@@ -83,6 +83,13 @@ public final class ReplicaManager implements Closeable {
   private final ClientCounters counters;
   private final AbsentReplicas absent;
   private final ConcurrentHashMap<String, DataNodeEndpoint> endpoints = new ConcurrentHashMap<>();
+
+  /**
+   * Replicas a batched prefetch ({@link #prefetchBatch}) is about to open or opening: a reader's
+   * load of one takes it over or waits for it ({@link PendingOpen}).
+   */
+  private final ConcurrentHashMap<ReplicaKey, PendingOpen> pendingOpens = new ConcurrentHashMap<>();
+
   private final Object watcherLock = new Object();
 
   @com.google.errorprone.annotations.concurrent.GuardedBy("watcherLock")
@@ -97,6 +104,13 @@ public final class ReplicaManager implements Closeable {
    * FallbackReason#CLOSED}, not as an I/O failure that would back a path off.
    */
   private volatile boolean closing;
+
+  /**
+   * Tests only: run by a reader's miss after it consulted the backoff and the absent-replica memory
+   * and before it loads (to hold a reader inside the window a racing prefetch can fill). Null in
+   * production.
+   */
+  static volatile Consumer<ExtendedBlock> afterMissCheckedForTests;
 
   private ReplicaManager(Builder b) {
     this.name = b.name;
@@ -183,11 +197,77 @@ public final class ReplicaManager implements Closeable {
     if (cache.leaseIfPresent(key, lease)) {
       if (lease.value().generationStamp() == block.getGenerationStamp()) {
         lease.opened(fileName);
+        countPrefetchHit(lease.value());
         return lease;
       }
       lease.close();
     }
     return leaseOnMiss(block, token, socketPath, fileName, lease, key, onFallback);
+  }
+
+  /** A reader's first lease of a replica a prefetch opened: one open the reader did not make. */
+  private void countPrefetchHit(Replica replica) {
+    if (replica.takeUnreadPrefetch()) {
+      counters.recordPrefetchHit();
+    }
+  }
+
+  /** What {@link #prefetch} did with a block. */
+  public enum PrefetchResult {
+    /** This call opened the replica (or shared the load a reader had started) and cached it. */
+    OPENED,
+    /** The replica was cached already: nothing to do. */
+    ALREADY_OPEN,
+    /**
+     * Not opened: the socket is backing off, the DataNode is known not to hold the block, the fd
+     * budget or the cache is full, or the request failed (the first read decides, as without
+     * prefetch).
+     */
+    NOT_OPENED
+  }
+
+  /**
+   * Opens the replica of {@code block} ahead of its first read and leaves it in the cache (prefetch
+   * on open), on the calling (prefetch) thread. It shares the cache's single load per replica with
+   * readers: a reader that leases the block while this open runs waits for it instead of asking the
+   * DataNode again, and a prefetch that comes after a reader's open finds the replica cached. The
+   * absent-replica memory and the backoff are consulted as for a read, and once more inside the
+   * load, so a prefetch and a read of a block the DataNode refuses cost one request between them.
+   * No fallback is counted (a prefetch is not a read); the first read counts its own.
+   *
+   * @throws InvalidToken when the DataNode rejected the block token
+   * @throws java.io.InterruptedIOException if the thread was interrupted
+   */
+  public PrefetchResult prefetch(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      throws IOException {
+    LeasedReplica lease = new LeasedReplica(this, reader);
+    ReplicaKey key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath);
+    if (cache.leaseIfPresent(key, lease)) {
+      lease.close();
+      return PrefetchResult.ALREADY_OPEN;
+    }
+    if (backoff.isBackingOff(socketPath) || absent.remembers(block, socketPath)) {
+      return PrefetchResult.NOT_OPENED;
+    }
+    try {
+      cache.lease(key, k -> open(block, token, socketPath, true), lease);
+    } catch (FdBudgetExhaustedException | LeaseCacheClosedException e) {
+      return PrefetchResult.NOT_OPENED;
+    } catch (LeaseLoadException e) {
+      Throwable cause = e.getCause() != null ? e.getCause() : e;
+      if (cause instanceof InvalidToken) {
+        throw (InvalidToken) cause;
+      }
+      if (cause instanceof InterruptedIOException) {
+        throw (InterruptedIOException) cause;
+      }
+      LOG.debug("prefetch of {} from {} failed: {}", block, socketPath, cause.toString());
+      return PrefetchResult.NOT_OPENED;
+    }
+    boolean current = lease.value().generationStamp() == block.getGenerationStamp();
+    lease.close();
+    return current ? PrefetchResult.OPENED : PrefetchResult.NOT_OPENED;
   }
 
   /**
@@ -209,6 +289,232 @@ public final class ReplicaManager implements Closeable {
       }
     }
     return null;
+  }
+
+  /** Longest a reader's load waits for a batched prefetch it found sent: one exchange's bound. */
+  private long batchWaitMs() {
+    return pool.exchangeTimeoutMs() + slotWait.toMillis();
+  }
+
+  /**
+   * As {@link #prefetch} for several blocks of one DataNode in one op-127 BATCH_FDS exchange (at
+   * most {@link ShortCircuitExchanges#MAX_BLOCKS_PER_BATCH_FDS}), for a peer that advertised {@code
+   * batch-fds}; the caller checks ({@link #extensions()}). Until the batch is sent a reader's load
+   * of one of its blocks takes that block over (the batch leaves it out); once sent, the reader
+   * waits for the batch's answer instead of asking again. A refusal is handled per block as for
+   * {@link #prefetch} (remembered when the replica is absent). When the peer fails the extension
+   * (closes the connection, as a stock DataNode does on op 127) it is recorded with {@link
+   * PeerExtensions#extensionFailed} and every block not opened is {@code NOT_OPENED}: the caller
+   * opens them one by one.
+   *
+   * @return one result per block, in order
+   * @throws java.io.InterruptedIOException if the thread was interrupted
+   */
+  public PrefetchResult[] prefetchBatch(
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      String socketPath,
+      String fileName)
+      throws IOException {
+    int n = blocks.size();
+    PrefetchResult[] results = new PrefetchResult[n];
+    ReplicaKey[] keys = new ReplicaKey[n];
+    PendingOpen[] pending = new PendingOpen[n];
+    LeasedReplica probe = new LeasedReplica(this, reader);
+    for (int i = 0; i < n; i++) {
+      ExtendedBlock b = blocks.get(i);
+      keys[i] = new ReplicaKey(b.getBlockPoolId(), b.getBlockId(), socketPath);
+      if (cache.leaseIfPresent(keys[i], probe)) {
+        probe.close();
+        results[i] = PrefetchResult.ALREADY_OPEN;
+      } else if (backoff.isBackingOff(socketPath) || absent.remembers(b, socketPath)) {
+        results[i] = PrefetchResult.NOT_OPENED;
+      } else {
+        PendingOpen p = new PendingOpen();
+        if (pendingOpens.putIfAbsent(keys[i], p) == null) {
+          pending[i] = p;
+        } else {
+          results[i] = PrefetchResult.NOT_OPENED; // another prefetch of this replica is under way
+        }
+      }
+    }
+    try {
+      List<Integer> sent = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        if (pending[i] != null) {
+          if (pending[i].send()) {
+            sent.add(i);
+          } else {
+            results[i] = PrefetchResult.ALREADY_OPEN; // a reader took it over and opens it
+          }
+        }
+      }
+      if (!sent.isEmpty()) {
+        exchangeBatch(blocks, tokens, socketPath, sent, pending, results);
+        install(keys, pending, blocks, sent, results);
+      }
+    } finally {
+      for (int i = 0; i < n; i++) {
+        if (pending[i] != null) {
+          pending[i].complete(null); // wakes any reader still waiting: it opens the block itself
+          pendingOpens.remove(keys[i], pending[i]);
+          Replica left = pending[i].claim();
+          if (left != null) {
+            closeQuietly(left);
+          }
+          if (results[i] == null) {
+            results[i] = PrefetchResult.NOT_OPENED;
+          }
+        }
+      }
+    }
+    return results;
+  }
+
+  /** Sends the batch of the {@code sent} blocks and completes their pending opens. */
+  private void exchangeBatch(
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      String socketPath,
+      List<Integer> sent,
+      PendingOpen[] pending,
+      PrefetchResult[] results)
+      throws IOException {
+    DataNodeEndpoint endpoint = endpoint(socketPath);
+    SlotPool slotPool = endpoint.slotPoolOrNull();
+    List<ExtendedBlock> batchBlocks = new ArrayList<>(sent.size());
+    List<Token<BlockTokenIdentifier>> batchTokens = new ArrayList<>(sent.size());
+    List<io.scr.shm.SlotId> slotIds = new ArrayList<>(sent.size());
+    Slot[] slots = new Slot[sent.size()];
+    for (int j = 0; j < sent.size(); j++) {
+      batchBlocks.add(blocks.get(sent.get(j)));
+      batchTokens.add(tokens.get(sent.get(j)));
+      slots[j] = endpoint.allocateSlot();
+      slotIds.add(slots[j] == null ? null : slots[j].id());
+    }
+    List<ShortCircuitExchanges.BatchedFds> answers;
+    long t0 = ticker.read();
+    try {
+      answers =
+          ShortCircuitExchanges.requestFdsBatched(
+              pool, socketPath, batchBlocks, batchTokens, slotIds);
+    } catch (IOException | RuntimeException e) {
+      for (Slot slot : slots) {
+        if (slot != null) {
+          slotPool.releaseUnregistered(slot);
+        }
+      }
+      if (e instanceof InterruptedIOException) {
+        throw (InterruptedIOException) e;
+      }
+      if (e instanceof java.io.EOFException || e instanceof java.net.SocketException) {
+        // Closed on an extension request (the pool already retried a stale connection once): the
+        // peer no longer takes it. Stock ops until its socket changes; the blocks are opened one
+        // by one.
+        extensions.extensionFailed(socketPath, e.toString());
+      } else {
+        classify(socketPath, e); // as a failed op 87 would
+      }
+      return;
+    }
+    long exchangeNanos = ticker.read() - t0;
+    for (int j = 0; j < sent.size(); j++) {
+      int i = sent.get(j);
+      ShortCircuitExchanges.BatchedFds a = answers.get(j);
+      ExtendedBlock block = blocks.get(i);
+      if (a.refusal() != null) {
+        if (slots[j] != null) {
+          endpoint.releaseRefused(slots[j]);
+        }
+        IOException refusal = a.refusal();
+        if (refusal instanceof ShortCircuitRefusedException
+            && ((ShortCircuitRefusedException) refusal).replicaAbsent()) {
+          absent.remember(block, socketPath);
+        }
+        classify(socketPath, refusal);
+        results[i] = PrefetchResult.NOT_OPENED;
+        pending[i].complete(null);
+        continue;
+      }
+      long t1 = ticker.read();
+      try {
+        ReplicaFiles files =
+            ReplicaFiles.open(
+                new FileInputStream(a.data()).getChannel(),
+                new FileInputStream(a.meta()).getChannel(),
+                block.getBlockPoolId() + ":" + block.getBlockName());
+        PathCounters pathCounters = counters.path(socketPath);
+        pathCounters.recordOpen();
+        counters.recordOpenPhase(ClientCounters.OpenPhase.EXCHANGE, exchangeNanos / sent.size());
+        counters.recordOpenPhase(ClientCounters.OpenPhase.FILES, ticker.read() - t1);
+        pending[i].complete(
+            new Replica(
+                socketPath,
+                files,
+                block.getGenerationStamp(),
+                slots[j],
+                slotPool,
+                ticker,
+                staleAfterNanos,
+                pathCounters,
+                true));
+      } catch (IOException | RuntimeException e) {
+        closeQuietly(new FileDescriptor[] {a.data(), a.meta()});
+        if (slots[j] != null) {
+          slotPool.release(slots[j]); // registered by the grant
+        }
+        LOG.debug("prefetched replica of {} could not be opened: {}", block, e.toString());
+        results[i] = PrefetchResult.NOT_OPENED;
+        pending[i].complete(null);
+      }
+    }
+    backoff.recordSuccess(socketPath);
+  }
+
+  /**
+   * Puts the batch's replicas into the cache: through the cache's single load per key, so a reader
+   * that claimed one (and is loading it) is joined rather than duplicated.
+   */
+  private void install(
+      ReplicaKey[] keys,
+      PendingOpen[] pending,
+      List<ExtendedBlock> blocks,
+      List<Integer> sent,
+      PrefetchResult[] results) {
+    LeasedReplica lease = new LeasedReplica(this, reader);
+    for (int i : sent) {
+      if (results[i] != null) {
+        continue; // refused or failed
+      }
+      PendingOpen p = pending[i];
+      try {
+        cache.lease(
+            keys[i],
+            k -> {
+              Replica r = p.claim();
+              if (r == null) {
+                // A reader claimed it and its load finished and was dropped in between: no second
+                // request from the prefetch.
+                throw new IOException("prefetched replica of " + k + " was taken");
+              }
+              return r;
+            },
+            lease);
+        boolean current = lease.value().generationStamp() == blocks.get(i).getGenerationStamp();
+        lease.close();
+        results[i] = current ? PrefetchResult.OPENED : PrefetchResult.NOT_OPENED;
+      } catch (IOException | RuntimeException e) {
+        results[i] = PrefetchResult.NOT_OPENED; // budget, closed, or taken: the read decides
+      }
+    }
+  }
+
+  private static void closeQuietly(Replica r) {
+    try {
+      r.close();
+    } catch (IOException e) {
+      LOG.debug("closing an unused prefetched replica failed", e);
+    }
   }
 
   private LeasedReplica reusable(ReplicaLease reuse) {
@@ -242,13 +548,17 @@ public final class ReplicaManager implements Closeable {
       fallbacks.accept(FallbackReason.BLOCK_REFUSED);
       return null;
     }
+    Consumer<ExtendedBlock> hook = afterMissCheckedForTests;
+    if (hook != null) {
+      hook.accept(block);
+    }
     ReplicaKey key =
         lookup.isProbe()
             ? new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath)
             : lookup;
     for (int attempt = 0; attempt < 2; attempt++) {
       try {
-        cache.lease(key, k -> open(block, token, socketPath), lease);
+        cache.lease(key, k -> open(block, token, socketPath, false), lease);
       } catch (FdBudgetExhaustedException e) {
         fallbacks.accept(FallbackReason.FD_BUDGET);
         return null;
@@ -264,6 +574,7 @@ public final class ReplicaManager implements Closeable {
       }
       if (lease.value().generationStamp() == block.getGenerationStamp()) {
         lease.opened(fileName);
+        countPrefetchHit(lease.value()); // a reader that waited for a prefetch's load
         return lease;
       }
       // Appended or recovered block: the cached replica is an older (or newer) version.
@@ -301,19 +612,47 @@ public final class ReplicaManager implements Closeable {
     return null;
   }
 
-  /** The loader: runs on the missing thread, outside every cache lock. */
-  private Replica open(ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+  /**
+   * The loader: runs on the missing thread, outside every cache lock, at most once at a time per
+   * replica key (the cache's single flight).
+   *
+   * @param prefetched whether a prefetch on open loads it (its first reader counts a prefetch hit)
+   */
+  private Replica open(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
       throws IOException {
+    if (!pendingOpens.isEmpty()) {
+      PendingOpen pending =
+          pendingOpens.get(new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath));
+      if (pending != null) {
+        // A batched prefetch holds this block: if it has not sent it yet, this load takes it over
+        // (no wait behind other blocks); if it has, the batch's answer is this load's.
+        Replica r = pending.takeOverOrAwait(TimeUnit.MILLISECONDS.toNanos(batchWaitMs()));
+        if (r != null) {
+          return r;
+        }
+      }
+    }
+    // Asked again inside the single flight: a caller that checked before a load of this key
+    // failed as absent (a prefetch racing a read) must not ask that DataNode a second time.
+    if (absent.isAbsent(block, socketPath)) {
+      throw ShortCircuitRefusedException.rememberedAbsent(
+          "DataNode at "
+              + socketPath
+              + " refused "
+              + block
+              + " a moment ago: it holds no such replica (not asked again)");
+    }
     long start = ticker.read();
     try {
-      return openTimed(block, token, socketPath);
+      return openTimed(block, token, socketPath, prefetched);
     } finally {
       counters.recordReplicaOpen(ticker.read() - start);
     }
   }
 
   private Replica openTimed(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
       throws IOException {
     long t0 = ticker.read();
     DataNodeEndpoint endpoint = endpoint(socketPath);
@@ -345,7 +684,8 @@ public final class ReplicaManager implements Closeable {
           slotPool,
           ticker,
           staleAfterNanos,
-          pathCounters);
+          pathCounters,
+          prefetched);
     } catch (IOException | RuntimeException e) {
       if (!registered) {
         closeQuietly(fds);
@@ -353,6 +693,8 @@ public final class ReplicaManager implements Closeable {
       if (slot != null) {
         if (registered) {
           slotPool.release(slot);
+        } else if (e instanceof ShortCircuitRefusedException || e instanceof InvalidToken) {
+          endpoint.releaseRefused(slot); // the DataNode unregisters it after its answer
         } else {
           slotPool.releaseUnregistered(slot);
         }
@@ -460,7 +802,8 @@ public final class ReplicaManager implements Closeable {
                 clientName,
                 shmEnabled,
                 slotLowWatermark > 0,
-                this::newSlotPool));
+                this::newSlotPool,
+                ticker));
   }
 
   private SlotPool newSlotPool(DataNodeEndpoint endpoint) {

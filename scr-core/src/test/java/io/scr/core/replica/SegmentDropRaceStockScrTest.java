@@ -132,7 +132,8 @@ class SegmentDropRaceStockScrTest {
                         .build();
                 poolRef.set(p);
                 return p;
-              });
+              },
+              Ticker.systemTicker());
       try {
         Slot slot = endpoint.allocateSlot();
 

@@ -1,0 +1,209 @@
+package io.scr.benchmarks.read;
+
+import io.scr.core.hdfs.ScrFileSystem;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.ClientContext;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitCache;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * Prefetch on open (issue 16, deliverable 2): open a file of {@value #BLOCKS} blocks of {@value
+ * #BLOCK_SIZE} bytes and read one random {@value #READ} bytes from each block in turn, one read per
+ * operation, p50/p99 with JMH's {@code SampleTime}, one thread.
+ *
+ * <p>Every {@value #BLOCKS} operations the file is opened again on a new file system with its own
+ * client context, so the replica cache (scr's, or stock's short-circuit cache) starts empty; the
+ * open happens in an untimed invocation set-up right before the block-0 read (the prefetch starts
+ * with it, as in a region open), and the NameNode lists all blocks on open ({@code
+ * dfs.client.read.prefetch.size}) for every path alike. Before that open the new file system reads
+ * one block of another file, so its one-time set-up (shared-memory segment, threads, per-thread
+ * buffers), which a long-lived client pays once, is not charged to the measured reads.
+ *
+ * <ul>
+ *   <li>{@link #eachBlockInTurn}: all {@value #BLOCKS} reads of each open, the first reads
+ *       included: stock opens each replica on its first read, as does scr with prefetch off; with
+ *       prefetch on, reads that come before the prefetch reached their block open it themselves (or
+ *       share the open in flight).
+ *   <li>{@link #firstRead}: only the read of block 0 right after the open (every operation a new
+ *       open): the first read must never be slower with prefetch than without.
+ * </ul>
+ *
+ * {@code SCR_PREFETCH_LANDED} waits in the set-up until the prefetch has opened every block, so its
+ * figures are those of reads "once the prefetch has landed" (target p99 ≤ 20 µs).
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.SampleTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 2, time = 2)
+@Measurement(iterations = 3, time = 2)
+@Fork(1)
+@Threads(1)
+public class PrefetchOpenBenchmark {
+  static final int BLOCK_SIZE = 1 << 20;
+  static final int BLOCKS = 64;
+  static final int READ = 4096;
+  private static final String FILE = "/bench/prefetch";
+
+  /** One block read on every new file system before the measured open (see the class doc). */
+  private static final String WARM_FILE = "/bench/prefetch-warm";
+
+  /** The read paths compared, all against a stock DataNode (mode A). */
+  public enum Variant {
+    /** Stock short-circuit reads (libhadoop), default settings. */
+    STOCK_SCR_DEFAULT(ReadPathType.STOCK_SCR_DEFAULT, 0, false),
+    /** ScrFileSystem, prefetch on open off: every first read opens its replica. */
+    SCR_PREFETCH_OFF(ReadPathType.SCR_FILESYSTEM, 0, false),
+    /** ScrFileSystem, prefetch on open of all 64 blocks, reads start right after open. */
+    SCR_PREFETCH_ON(ReadPathType.SCR_FILESYSTEM, BLOCKS, false),
+    /** As {@link #SCR_PREFETCH_ON}, reads start once the prefetch opened every block. */
+    SCR_PREFETCH_LANDED(ReadPathType.SCR_FILESYSTEM, BLOCKS, true);
+
+    final ReadPathType path;
+    final int prefetchBlocks;
+    final boolean awaitLanding;
+
+    Variant(ReadPathType path, int prefetchBlocks, boolean awaitLanding) {
+      this.path = path;
+      this.prefetchBlocks = prefetchBlocks;
+      this.awaitLanding = awaitLanding;
+    }
+  }
+
+  @Param({"STOCK_SCR_DEFAULT", "SCR_PREFETCH_OFF", "SCR_PREFETCH_ON", "SCR_PREFETCH_LANDED"})
+  Variant variant;
+
+  private BenchFile file;
+  private final SplittableRandom random = new SplittableRandom(7);
+  private final ReadPathType.Buffer buf = new ReadPathType.Buffer(READ);
+  private long generation;
+  private FileSystem fs;
+  private FSDataInputStream in;
+  private int nextBlock;
+
+  @Setup(Level.Trial)
+  public void setUp() throws IOException {
+    file =
+        BenchFile.create(
+            variant.path,
+            FILE,
+            BLOCK_SIZE,
+            BLOCKS,
+            c -> c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS),
+            c -> c.setInt("scr.client.prefetch.max-blocks", 0));
+    file.dfs.writeRandomFile(WARM_FILE, BLOCK_SIZE, 12);
+    nextBlock = BLOCKS; // the first operation opens
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() throws IOException {
+    closeGeneration();
+    if (file != null) {
+      file.close();
+    }
+  }
+
+  @Setup(Level.Invocation)
+  public void openWhenDue() throws IOException, InterruptedException {
+    if (nextBlock < BLOCKS) {
+      return;
+    }
+    closeGeneration();
+    long g = generation++;
+    fs =
+        variant.path.newFileSystem(
+            file.dfs,
+            c -> {
+              c.set(
+                  "dfs.client.context", "prefetch-open-" + ProcessHandle.current().pid() + "-" + g);
+              c.set("scr.client.context", "prefetch-open-" + g);
+              c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
+              c.setInt("scr.client.prefetch.max-blocks", variant.prefetchBlocks);
+              c.setInt("scr.metrics.summary.interval.seconds", 0);
+            });
+    // A first read on a new client costs its set-up (stock: the shared-memory segment and peer
+    // cache; scr: the engine's segment, threads and this thread's buffers), which a long-lived
+    // client (a RegionServer) pays once: paid here on another file, so the measured reads pay
+    // replica opens only.
+    try (FSDataInputStream warm = fs.open(new Path(WARM_FILE))) {
+      warm.readFully(100, buf.array(), 0, READ);
+    }
+    in = fs.open(new Path(FILE));
+    nextBlock = 0;
+    if (variant.awaitLanding) {
+      io.scr.core.ScrClient scr = ((ScrFileSystem) fs).scrClient();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (scr.metricsSnapshot().replicasPrefetched() + scr.metricsSnapshot().prefetchSkipped()
+          < BLOCKS) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("the prefetch did not land within 30 s");
+        }
+        Thread.sleep(1);
+      }
+    }
+  }
+
+  private void closeGeneration() throws IOException {
+    if (in != null) {
+      in.close();
+      in = null;
+    }
+    if (fs != null) {
+      if (fs instanceof DistributedFileSystem && variant.path.isStockShortCircuit()) {
+        closeStockCaches((DistributedFileSystem) fs);
+      }
+      fs.close();
+      fs = null;
+    }
+  }
+
+  /** Stock keeps a context's short-circuit caches (and their fds) for the life of the JVM. */
+  private static void closeStockCaches(DistributedFileSystem fs) {
+    ClientContext context = fs.getClient().getClientContext();
+    try {
+      Field field = ClientContext.class.getDeclaredField("shortCircuitCache");
+      field.setAccessible(true);
+      for (ShortCircuitCache cache : (ShortCircuitCache[]) field.get(context)) {
+        cache.close();
+      }
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("ClientContext.shortCircuitCache is not Hadoop 3.4.2's", e);
+    }
+  }
+
+  private byte readBlock(int block) throws IOException {
+    long pos = (long) block * BLOCK_SIZE + 1 + random.nextInt(BLOCK_SIZE - READ - 1);
+    in.readFully(pos, buf.array(), 0, READ);
+    return buf.array()[0];
+  }
+
+  @Benchmark
+  public byte eachBlockInTurn() throws IOException {
+    return readBlock(nextBlock++);
+  }
+
+  @Benchmark
+  public byte firstRead() throws IOException {
+    nextBlock = BLOCKS; // the next operation opens again
+    return readBlock(0);
+  }
+}
