@@ -2,9 +2,13 @@ package io.scr.benchmarks.read;
 
 import io.scr.testing.MiniDfs;
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.util.SplittableRandom;
 import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.ClientContext;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitCache;
 
 /**
  * A benchmark's world for one {@link ReadPathType}: a one-DataNode cluster of the path's mode, one
@@ -121,6 +125,20 @@ final class BenchFile implements AutoCloseable {
     } finally {
       ReadPathType.releaseAccessorEngines();
       dfs.close();
+    }
+  }
+
+  /** Stock keeps a context's short-circuit caches (and their fds) for the life of the JVM. */
+  static void closeStockCaches(DistributedFileSystem fs) {
+    ClientContext context = fs.getClient().getClientContext();
+    try {
+      Field field = ClientContext.class.getDeclaredField("shortCircuitCache");
+      field.setAccessible(true);
+      for (ShortCircuitCache cache : (ShortCircuitCache[]) field.get(context)) {
+        cache.close();
+      }
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("ClientContext.shortCircuitCache is not Hadoop 3.4.2's", e);
     }
   }
 }

@@ -2,15 +2,12 @@ package io.scr.benchmarks.read;
 
 import io.scr.core.hdfs.ScrFileSystem;
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.hdfs.ClientContext;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
-import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitCache;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -169,24 +166,10 @@ public class PrefetchOpenBenchmark {
     }
     if (fs != null) {
       if (fs instanceof DistributedFileSystem && variant.path.isStockShortCircuit()) {
-        closeStockCaches((DistributedFileSystem) fs);
+        BenchFile.closeStockCaches((DistributedFileSystem) fs);
       }
       fs.close();
       fs = null;
-    }
-  }
-
-  /** Stock keeps a context's short-circuit caches (and their fds) for the life of the JVM. */
-  private static void closeStockCaches(DistributedFileSystem fs) {
-    ClientContext context = fs.getClient().getClientContext();
-    try {
-      Field field = ClientContext.class.getDeclaredField("shortCircuitCache");
-      field.setAccessible(true);
-      for (ShortCircuitCache cache : (ShortCircuitCache[]) field.get(context)) {
-        cache.close();
-      }
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("ClientContext.shortCircuitCache is not Hadoop 3.4.2's", e);
     }
   }
 

@@ -22,11 +22,9 @@ import java.util.concurrent.locks.LockSupport;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.hdfs.ClientContext;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
-import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitCache;
 import org.apache.hadoop.util.ServicePlugin;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -372,7 +370,7 @@ public class ReplicaOpenBenchmark {
     }
     g.in.close();
     if (g.fs instanceof DistributedFileSystem && path.isStockShortCircuit()) {
-      closeStockCaches((DistributedFileSystem) g.fs);
+      BenchFile.closeStockCaches((DistributedFileSystem) g.fs);
     }
     g.fs.close();
   }
@@ -431,20 +429,6 @@ public class ReplicaOpenBenchmark {
           .append('}');
     }
     System.err.println(sb);
-  }
-
-  /** Stock keeps a context's short-circuit caches (and their fds) for the life of the JVM. */
-  private static void closeStockCaches(DistributedFileSystem fs) {
-    ClientContext context = fs.getClient().getClientContext();
-    try {
-      Field field = ClientContext.class.getDeclaredField("shortCircuitCache");
-      field.setAccessible(true);
-      for (ShortCircuitCache cache : (ShortCircuitCache[]) field.get(context)) {
-        cache.close();
-      }
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("ClientContext.shortCircuitCache is not Hadoop 3.4.2's", e);
-    }
   }
 
   /**

@@ -175,16 +175,7 @@ final class OpenPrefetch {
     int n = (int) Math.max(0, Math.min(to - from, room));
     if (n < to - from) {
       scr.recordPrefetchSkipped(to - from - n);
-      noRoom(
-          "the replica cache holds "
-              + stats.entryCount()
-              + " of "
-              + stats.capacity()
-              + " replicas and "
-              + stats.openFds()
-              + " of "
-              + stats.fdBudget()
-              + " fds (prefetch never evicts and stays below half the fd budget)");
+      noRoom(stats);
     }
     if (n == 0) {
       return true;
@@ -243,16 +234,7 @@ final class OpenPrefetch {
       // someone reads: the prefetch stops short of both.
       if (stats.entryCount() >= stats.capacity() || stats.openFds() >= stats.fdBudget() / 2) {
         scr.recordPrefetchSkipped(1);
-        noRoom(
-            "the replica cache holds "
-                + stats.entryCount()
-                + " of "
-                + stats.capacity()
-                + " replicas and "
-                + stats.openFds()
-                + " of "
-                + stats.fdBudget()
-                + " fds (prefetch never evicts and stays below half the fd budget)");
+        noRoom(stats);
         return true;
       }
       if (scr.prefetch(lb.getBlock(), lb.getBlockToken(), path, src)
@@ -269,6 +251,19 @@ final class OpenPrefetch {
       LOG.debug("Prefetch of {} in {} failed; its first read opens it", lb.getBlock(), src, e);
       return true;
     }
+  }
+
+  private static void noRoom(LeaseCacheStats stats) {
+    noRoom(
+        "the replica cache holds "
+            + stats.entryCount()
+            + " of "
+            + stats.capacity()
+            + " replicas and "
+            + stats.openFds()
+            + " of "
+            + stats.fdBudget()
+            + " fds (prefetch never evicts and stays below half the fd budget)");
   }
 
   private static void noRoom(String why) {
