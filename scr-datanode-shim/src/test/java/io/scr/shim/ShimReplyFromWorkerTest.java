@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.channel.EventLoop;
 import io.scr.shm.SegmentFactory;
 import java.io.FileInputStream;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -33,13 +34,21 @@ class ShimReplyFromWorkerTest {
 
   @TempDir Path dir;
 
+  /** A dataset holding {@link #BLOCK} with these 4 data bytes and a NULL-checksum meta file. */
+  private FsDatasetSpi<?> replica(int... data) throws IOException {
+    byte[] bytes = new byte[data.length];
+    for (int i = 0; i < data.length; i++) {
+      bytes[i] = (byte) data[i];
+    }
+    return FakeDataset.of(
+        BLOCK,
+        Files.write(dir.resolve("blk"), bytes),
+        Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
+  }
+
   @Test
   void theClientHasItsFdsWhileTheEventLoopIsHeldUpAndEveryPhaseIsTimed() throws Exception {
-    FsDatasetSpi<?> dataset =
-        FakeDataset.of(
-            BLOCK,
-            Files.write(dir.resolve("blk"), new byte[] {1, 2, 3, 4}),
-            Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
+    FsDatasetSpi<?> dataset = replica(1, 2, 3, 4);
     ShimMetrics metrics = new ShimMetrics();
     ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
     SegmentRegistry registry = new SegmentRegistry(limits, metrics);
@@ -127,11 +136,7 @@ class ShimReplyFromWorkerTest {
 
   @Test
   void withTheKeyAnFdRequestIsServedOnTheEventLoopThatDecodedIt() throws Exception {
-    FsDatasetSpi<?> dataset =
-        FakeDataset.of(
-            BLOCK,
-            Files.write(dir.resolve("blk"), new byte[] {5, 6, 7, 8}),
-            Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
+    FsDatasetSpi<?> dataset = replica(5, 6, 7, 8);
     ShimMetrics metrics = new ShimMetrics();
     ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
     SegmentRegistry registry = new SegmentRegistry(limits, metrics);

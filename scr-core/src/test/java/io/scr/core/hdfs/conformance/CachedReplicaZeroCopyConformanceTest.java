@@ -26,8 +26,6 @@ import org.apache.hadoop.hdfs.protocol.CacheDirectiveInfo;
 import org.apache.hadoop.hdfs.protocol.CachePoolInfo;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.apache.hadoop.io.nativeio.NativeIO;
-import org.apache.log4j.Level;
-import org.apache.log4j.LogManager;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
@@ -46,7 +44,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  *
  * <p>The DataNode caches through Hadoop's {@code NoMlockCacheManipulator} (as Hadoop's own tests
  * do), so the test needs no {@code RLIMIT_MEMLOCK}; everything else is the real cache: the NameNode
- * directive, the DataNode's cache report, and the slot the DataNode marks ANCHORABLE.
+ * directive, the DataNode's cache report, and the slot the DataNode marks ANCHORABLE. (It relies on
+ * scr-core's test log4j configuration keeping Hadoop below DEBUG: at DEBUG, Hadoop 3.4.2's
+ * FSEditLogAsync logs cache-op edits through a toString that can throw, failing the RPC.)
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @DisabledIf(
@@ -60,12 +60,6 @@ class CachedReplicaZeroCopyConformanceTest {
   static {
     // Before the DataNode starts: it checks the memlock limit against its max locked memory.
     NativeIO.POSIX.setCacheManipulator(new NativeIO.POSIX.NoMlockCacheManipulator());
-    // At DEBUG (log4j's root level when a module has no configuration) Hadoop 3.4.2's
-    // FSEditLogAsync.logSync logs each edit after its op may have been reset for reuse: the cache
-    // ops' toString then throws (directive or pool info null) and the RPC fails with an NPE.
-    // FSEditLogAsync logs through FSEditLog's logger; src/test/resources/log4j.properties keeps
-    // Hadoop at WARN, and this holds even if that changes.
-    LogManager.getLogger("org.apache.hadoop.hdfs.server.namenode.FSEditLog").setLevel(Level.INFO);
   }
 
   @RegisterExtension
