@@ -30,6 +30,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
@@ -125,12 +126,10 @@ public final class ScrClient implements Closeable {
   private final String templateKey;
 
   /** Whether the no-socket-matches-the-template WARN was logged (once per engine). */
-  private final java.util.concurrent.atomic.AtomicBoolean noSocketWarned =
-      new java.util.concurrent.atomic.AtomicBoolean();
+  private final AtomicBoolean noSocketWarned = new AtomicBoolean();
 
   /** Whether the cannot-list-the-socket-directory WARN was logged (once per engine). */
-  private final java.util.concurrent.atomic.AtomicBoolean unlistableWarned =
-      new java.util.concurrent.atomic.AtomicBoolean();
+  private final AtomicBoolean unlistableWarned = new AtomicBoolean();
 
   /**
    * Lists a socket directory: null when it cannot be listed. A seam for tests, which may run as

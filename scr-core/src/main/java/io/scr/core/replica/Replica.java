@@ -7,6 +7,7 @@ import io.scr.core.read.ReplicaFiles;
 import io.scr.shm.Slot;
 import io.scr.shm.SlotPool;
 import java.io.IOException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * An open local replica: its two files, its generation stamp, and the shared-memory slot the
@@ -35,7 +36,7 @@ public final class Replica implements CachedValue {
    * Set when a prefetch on open opened the replica and no reader has leased it yet; null for a
    * replica a reader opened (nothing to count on its hits).
    */
-  private final java.util.concurrent.atomic.AtomicBoolean unreadPrefetch;
+  private final AtomicBoolean unreadPrefetch;
 
   Replica(
       String socketPath,
@@ -47,7 +48,7 @@ public final class Replica implements CachedValue {
       long staleAfterNanos,
       PathCounters counters,
       boolean prefetched) {
-    this.unreadPrefetch = prefetched ? new java.util.concurrent.atomic.AtomicBoolean(true) : null;
+    this.unreadPrefetch = prefetched ? new AtomicBoolean(true) : null;
     this.socketPath = socketPath;
     this.counters = counters;
     this.files = files;
@@ -83,7 +84,7 @@ public final class Replica implements CachedValue {
    * false for every other lease. One volatile load once taken.
    */
   boolean takeUnreadPrefetch() {
-    java.util.concurrent.atomic.AtomicBoolean u = unreadPrefetch;
+    AtomicBoolean u = unreadPrefetch;
     return u != null && u.get() && u.compareAndSet(true, false);
   }
 

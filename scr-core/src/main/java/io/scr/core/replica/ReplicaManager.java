@@ -20,8 +20,10 @@ import io.scr.core.net.SegmentWatcher;
 import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.core.net.ShortCircuitRefusedException;
 import io.scr.core.read.LocalBlockReader;
+import io.scr.core.read.MappedReads;
 import io.scr.core.read.ReplicaFiles;
 import io.scr.shm.Slot;
+import io.scr.shm.SlotId;
 import io.scr.shm.SlotPool;
 import java.io.Closeable;
 import java.io.FileDescriptor;
@@ -72,7 +74,7 @@ public final class ReplicaManager implements Closeable {
   private final PathBackoff backoff;
   private final LeaseCache<ReplicaKey, Replica> cache;
   private final LocalBlockReader reader;
-  private final io.scr.core.read.MappedReads mappedReads;
+  private final MappedReads mappedReads;
   private final Ticker ticker;
   private final long staleAfterNanos;
   private final boolean shmEnabled;
@@ -384,7 +386,7 @@ public final class ReplicaManager implements Closeable {
     SlotPool slotPool = endpoint.slotPoolOrNull();
     List<ExtendedBlock> batchBlocks = new ArrayList<>(sent.size());
     List<Token<BlockTokenIdentifier>> batchTokens = new ArrayList<>(sent.size());
-    List<io.scr.shm.SlotId> slotIds = new ArrayList<>(sent.size());
+    List<SlotId> slotIds = new ArrayList<>(sent.size());
     Slot[] slots = new Slot[sent.size()];
     for (int j = 0; j < sent.size(); j++) {
       batchBlocks.add(blocks.get(sent.get(j)));
@@ -847,7 +849,7 @@ public final class ReplicaManager implements Closeable {
   }
 
   /** The mapped-read policy and its counters, or null when mapped reads are off. */
-  public io.scr.core.read.MappedReads mappedReads() {
+  public MappedReads mappedReads() {
     return mappedReads;
   }
 
@@ -922,7 +924,7 @@ public final class ReplicaManager implements Closeable {
     private int slotLowWatermark = 64;
     private long slotWaitMs = 50;
     private int scratchBytes = 65536;
-    private io.scr.core.read.MappedReads mappedReads;
+    private MappedReads mappedReads;
     private String clientName = "scr";
     private Consumer<FallbackReason> fallbacks = r -> {};
     private ClientCounters counters = new ClientCounters();
@@ -998,7 +1000,7 @@ public final class ReplicaManager implements Closeable {
     }
 
     /** Mapped reads of hot replicas (no pread); null (the default) for none. */
-    public Builder mappedReads(io.scr.core.read.MappedReads m) {
+    public Builder mappedReads(MappedReads m) {
       this.mappedReads = m;
       return this;
     }
