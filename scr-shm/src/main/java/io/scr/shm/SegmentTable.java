@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * claimed bit keeps its segment mapped, whatever the table does meanwhile.
  *
  * <p><b>Concurrency contract.</b> {@link #lock} guards membership ({@link #byId}, the two arrays'
- * writes), every state transition, the fetch bookkeeping and {@link #closed}'s write. The arrays
+ * writes), every state transition, the fetch bookkeeping and the closed flag's write. The arrays
  * are copy-on-write and volatile, so allocators, releasers and gauges scan them without the lock
  * and may see a stale array (handled by {@link PooledSegment#tryClaim}'s state re-check). The lock
  * is never held while calling the source or anything outside this class. Threads that take it: the
@@ -31,19 +31,20 @@ import org.slf4j.LoggerFactory;
  */
 final class SegmentTable {
   private static final Logger LOG = LoggerFactory.getLogger(SlotPool.class);
-  private static final PooledSegment[] NO_SEGMENTS = new PooledSegment[0];
+  private static final PooledSegment[] NO_SEGMENTS = ActiveSegments.NO_SEGMENTS;
 
   private final String name;
   private final SegmentSource source;
   private final PoolCounters counters;
 
-  /** Segments allocation scans; copy-on-write under the lock. */
-  private volatile PooledSegment[] active = NO_SEGMENTS;
+  /**
+   * Where the ACTIVE array and the closed flag live: in the pool object, which the fast paths
+   * dereference anyway ({@link ActiveSegments}). Written only here, under the lock.
+   */
+  private final ActiveSegments fast;
 
   /** Every segment not yet returned; copy-on-write under the lock, for lock-free scans. */
   private volatile PooledSegment[] live = NO_SEGMENTS;
-
-  private volatile boolean closed;
 
   private final ReentrantLock lock = new ReentrantLock();
 
@@ -64,64 +65,25 @@ final class SegmentTable {
   @GuardedBy("lock")
   private final List<ShmId> disconnectedWhileFetching = new ArrayList<>(1);
 
-  SegmentTable(String name, SegmentSource source, PoolCounters counters) {
+  SegmentTable(String name, ActiveSegments fast, SegmentSource source, PoolCounters counters) {
     this.name = name;
+    this.fast = fast;
     this.source = source;
     this.counters = counters;
   }
 
-  /**
-   * Index in the ACTIVE array where a scan starts: the lowest segment that may have free slots
-   * (allocation packs low, so surplus segments at the end empty out and can be returned). A plain
-   * field: racy reads and writes only move where the next scan starts, and it is written only when
-   * it changes, so the fast path writes no shared line.
-   */
-  private int allocHint;
-
-  /**
-   * The allocation fast path: one first-fit scan of the ACTIVE array from the hint, wrapping
-   * around; a claim is one CAS on a free-bitmap word ({@link PooledSegment#tryClaim}, which
-   * re-checks the segment's state, so a stale array is harmless). Null when no active segment has a
-   * free slot. Lock-free, any thread. It lives here, beside the array it scans, so that the fast
-   * path dereferences one object (a part in between cost 2-4 ns per allocate/release pair).
-   */
+  /** The allocation fast path ({@link ActiveSegments#tryAllocate}), for the pool's other parts. */
   Slot tryAllocate() {
-    PooledSegment[] segments = active;
-    int n = segments.length;
-    int start = allocHint;
-    if (start >= n) {
-      start = 0;
-    }
-    int i = start;
-    for (int k = 0; k < n; k++) {
-      Slot slot = segments[i].tryClaim();
-      if (slot != null) {
-        if (i != start) {
-          allocHint = i;
-        }
-        return slot;
-      }
-      if (++i == n) {
-        i = 0;
-      }
-    }
-    return null;
+    return fast.tryAllocate();
   }
 
   /** {@code entry} has free slots again: start the next scan there if it is lower. */
   void lowerHint(PooledSegment entry) {
-    PooledSegment[] segments = active;
-    int hint = allocHint;
-    for (int i = 0; i < segments.length && i < hint; i++) {
-      if (segments[i] == entry) {
-        allocHint = i;
-        return;
-      }
-    }
+    fast.lowerHint(entry);
   }
 
   PooledSegment[] active() {
-    return active;
+    return fast.active;
   }
 
   PooledSegment[] live() {
@@ -129,17 +91,17 @@ final class SegmentTable {
   }
 
   boolean isClosed() {
-    return closed;
+    return fast.closed;
   }
 
   /** Marks the table closed; false if it already was. Nothing is adopted afterwards. */
   boolean close() {
     lock.lock();
     try {
-      if (closed) {
+      if (fast.closed) {
         return false;
       }
-      closed = true;
+      fast.closed = true;
       return true;
     } finally {
       lock.unlock();
@@ -162,7 +124,7 @@ final class SegmentTable {
     try {
       PooledSegment entry = byId.get(id);
       if (entry == null) {
-        if (fetching && !closed) {
+        if (fetching && !fast.closed) {
           disconnectedWhileFetching.add(id);
           return Disconnect.REMEMBERED;
         }
@@ -190,7 +152,7 @@ final class SegmentTable {
         && !entry.transition(PooledSegment.RETIRED, PooledSegment.DEAD)) {
       return false;
     }
-    active = without(active, entry);
+    fast.active = without(fast.active, entry);
     // The segment cannot be returned (and unmapped) while we hold the lock.
     entry.segment.invalidateAll();
     return true;
@@ -203,7 +165,7 @@ final class SegmentTable {
       for (PooledSegment entry : live) {
         killLocked(entry);
       }
-      active = NO_SEGMENTS;
+      fast.active = NO_SEGMENTS;
     } finally {
       lock.unlock();
     }
@@ -214,7 +176,7 @@ final class SegmentTable {
     lock.lock();
     try {
       if (entry.transition(PooledSegment.ACTIVE, PooledSegment.RETIRED)) {
-        active = without(active, entry);
+        fast.active = without(fast.active, entry);
       }
     } finally {
       lock.unlock();
@@ -261,16 +223,16 @@ final class SegmentTable {
       boolean diedInFlight = disconnectedWhileFetching.contains(segment.id());
       fetching = false;
       disconnectedWhileFetching.clear();
-      if (diedInFlight && !closed) {
+      if (diedInFlight && !fast.closed) {
         return Adoption.DISCONNECTED;
       }
-      if (closed || segment.poolEntry != null || byId.containsKey(segment.id())) {
+      if (fast.closed || segment.poolEntry != null || byId.containsKey(segment.id())) {
         return Adoption.REFUSED;
       }
       segment.poolEntry = entry;
       byId.put(segment.id(), entry);
       live = with(live, entry);
-      active = with(active, entry);
+      fast.active = with(fast.active, entry);
       return Adoption.ADOPTED;
     } finally {
       lock.unlock();
@@ -325,7 +287,7 @@ final class SegmentTable {
 
   int freeSlots() {
     int n = 0;
-    for (PooledSegment entry : active) {
+    for (PooledSegment entry : fast.active) {
       n += entry.freeCount();
     }
     return n;

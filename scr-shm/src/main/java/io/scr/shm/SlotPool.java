@@ -62,7 +62,7 @@ import org.slf4j.LoggerFactory;
  * No remote releases are sent after close: returning a segment makes the DataNode drop all its
  * slots.
  */
-public final class SlotPool implements AutoCloseable {
+public final class SlotPool extends ActiveSegments implements AutoCloseable {
   /** Configuration key that raises the allocation wait (named in exceptions; see docs/shm.md). */
   public static final String MAX_ALLOCATION_WAIT_KEY = "scr.client.slot-pool.max-allocation-wait";
 
@@ -95,7 +95,7 @@ public final class SlotPool implements AutoCloseable {
 
   private SlotPool(Builder b) {
     this.name = b.name;
-    this.table = new SegmentTable(name, b.source, counters);
+    this.table = new SegmentTable(name, this, b.source, counters);
     this.allocator = new SlotAllocator(table, waiters);
     this.batcher =
         new ReleaseBatcher(
@@ -139,7 +139,7 @@ public final class SlotPool implements AutoCloseable {
    * @throws InterruptedIOException when interrupted while waiting (interrupt status restored)
    */
   public Slot allocate() throws IOException {
-    Slot slot = table.tryAllocate();
+    Slot slot = tryAllocate();
     if (slot == null) {
       return slowPath.allocate();
     }
@@ -161,7 +161,7 @@ public final class SlotPool implements AutoCloseable {
     PooledSegment entry = entryOf(slot);
     boolean firstInWord = entry.markPending(slot.index());
     releases.increment();
-    if (table.isClosed()) {
+    if (closed) {
       processAfterClose();
     } else if (firstInWord) {
       // Nobody is about to take this word: make sure someone will tell it.
