@@ -680,6 +680,10 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
   /** Leases the replica of {@code t.blocks[i]}; {@code spare}: reuse the thread's spare lease. */
   private ReplicaLease lease(BlockTable t, int i, long pos, boolean spare) throws IOException {
     LocatedBlock lb = t.blocks[i];
+    OpenPrefetch p = prefetch;
+    if (p != null) {
+      p.readerAt(lb);
+    }
     ReplicaLease lease;
     try {
       lease =
