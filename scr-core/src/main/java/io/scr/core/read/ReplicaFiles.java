@@ -220,6 +220,44 @@ public final class ReplicaFiles implements Closeable {
     return sumsMapping;
   }
 
+  /**
+   * Touches each page of the meta file's mapping (up to {@link #PREFAULT_MAX_BYTES}) so that it is
+   * in the process's page tables before the replica's first reads: a prefetch on open pays the
+   * minor faults off the reading thread (one per 16 pages with Linux's fault-around, about 5 µs
+   * each on the benchmark VM, where the first read of every prefetched 1 MiB block took one). No-op
+   * when the checksums are a heap copy or pread. A mapping that faults (its file truncated under
+   * it) is left to the reads, which handle it. Returns how many pages were touched.
+   */
+  public int prefaultChecksums() {
+    MappedByteBuffer m = sumsMapping;
+    if (m == null) {
+      return 0;
+    }
+    int end = Math.min(m.capacity(), PREFAULT_MAX_BYTES);
+    int pages = 0;
+    int sum = 0;
+    try {
+      for (int i = 0; i < end; i += PAGE) {
+        sum += m.get(i);
+        pages++;
+      }
+    } catch (InternalError | RuntimeException e) {
+      LOG.debug("Prefaulting the checksums of {} stopped after {} pages", blockName, pages, e);
+    }
+    prefaultSink = sum;
+    return pages;
+  }
+
+  /** Pages are touched one by one at this stride (the smallest page size Linux uses). */
+  private static final int PAGE = 4096;
+
+  /** At most this much of a meta mapping is prefaulted: 256 MiB of CRC32C over 512-byte chunks. */
+  static final int PREFAULT_MAX_BYTES = 2 << 20;
+
+  /** Where {@link #prefaultChecksums} leaves what it read, so that the reads are not elided. */
+  @SuppressWarnings("unused")
+  private static volatile int prefaultSink;
+
   /** The meta header. */
   public MetaHeader header() {
     return header;

@@ -268,6 +268,9 @@ public final class ReplicaManager implements Closeable {
       return PrefetchResult.NOT_OPENED;
     }
     boolean current = lease.value().generationStamp() == block.getGenerationStamp();
+    if (current) {
+      lease.value().files().prefaultChecksums(); // the first read's page faults, taken here
+    }
     lease.close();
     return current ? PrefetchResult.OPENED : PrefetchResult.NOT_OPENED;
   }
@@ -503,6 +506,9 @@ public final class ReplicaManager implements Closeable {
             },
             lease);
         boolean current = lease.value().generationStamp() == blocks.get(i).getGenerationStamp();
+        if (current) {
+          lease.value().files().prefaultChecksums();
+        }
         lease.close();
         results[i] = current ? PrefetchResult.OPENED : PrefetchResult.NOT_OPENED;
       } catch (IOException | RuntimeException e) {

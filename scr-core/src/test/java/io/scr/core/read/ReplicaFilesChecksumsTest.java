@@ -154,4 +154,58 @@ class ReplicaFilesChecksumsTest {
     assertEquals(liveBefore, ChecksumMappings.live());
     assertFalse(mapped(dir.resolve("blk.meta")), "released at close");
   }
+
+  /** Resident kB of the mappings of {@code file} in this process ({@code Rss} in smaps). */
+  private static long residentKb(Path file) throws IOException {
+    String name = file.toString();
+    long kb = 0;
+    boolean inside = false;
+    for (String line : Files.readAllLines(Paths.get("/proc/self/smaps"))) {
+      if (line.matches("^[0-9a-f]+-[0-9a-f]+ .*")) {
+        inside = line.endsWith(name);
+      } else if (inside && line.startsWith("Rss:")) {
+        kb += Long.parseLong(line.replaceAll("[^0-9]", ""));
+      }
+    }
+    return kb;
+  }
+
+  @Test
+  void prefaultingPutsEveryPageOfAMappedMetaFileInThePageTables() throws Exception {
+    if (!ChecksumMappings.isAvailable()) {
+      throw new org.opentest4j.TestAbortedException(
+          "mapping unavailable: " + ChecksumMappings.unavailabilityCause());
+    }
+    // A 16 MiB block: 32,768 chunks, 131,079 meta bytes, 33 pages; more than the 16 pages Linux
+    // maps around one fault, so touching one page would not pass.
+    byte[] data = random(32768 * BPC);
+    Path dir = write(data);
+    Path meta = dir.resolve("blk.meta");
+    ReplicaFiles f = open(dir);
+    try {
+      assertNotNull(f.mappedSums());
+      assertEquals(0, residentKb(meta), "nothing of the mapping is touched at open");
+      assertEquals(33, f.prefaultChecksums());
+      // A prefetch calls this: the replica's first reads then take no page fault on its checksums.
+      assertEquals(33 * 4, residentKb(meta), "all 33 pages are mapped into the page tables");
+      LocalBlockReader reader = new LocalBlockReader(4096);
+      byte[] got = new byte[4096];
+      readFully(reader, f, data.length - 4096, got);
+      assertArrayEquals(Arrays.copyOfRange(data, data.length - 4096, data.length), got);
+    } finally {
+      f.close();
+    }
+  }
+
+  @Test
+  void prefaultingAHeapCopyTouchesNothing() throws Exception {
+    Path dir = write(random(64 * BPC));
+    ReplicaFiles f = open(dir);
+    try {
+      assertNull(f.mappedSums());
+      assertEquals(0, f.prefaultChecksums());
+    } finally {
+      f.close();
+    }
+  }
 }
