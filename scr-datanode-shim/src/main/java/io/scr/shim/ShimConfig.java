@@ -17,6 +17,8 @@ final class ShimConfig {
   final int workerThreads;
   final int workerQueue;
   final boolean fdRequestsOnEventLoop;
+  final long fdRequestsLoopMaxMs;
+  final long fdRequestsLoopBackoffMs;
   final int maxRequestBytes;
   final long receiptTimeoutMs;
   final long writeTimeoutMs;
@@ -48,6 +50,8 @@ final class ShimConfig {
     workerThreads = positiveInt(c, ScrShimKeys.WORKER_THREADS);
     workerQueue = positiveInt(c, ScrShimKeys.WORKER_QUEUE);
     fdRequestsOnEventLoop = bool(c, ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP);
+    fdRequestsLoopMaxMs = positiveLong(c, ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS);
+    fdRequestsLoopBackoffMs = positiveLong(c, ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS);
     maxRequestBytes = positiveInt(c, ScrShimKeys.MAX_REQUEST_BYTES);
     receiptTimeoutMs = positiveLong(c, ScrShimKeys.RECEIPT_TIMEOUT_MS);
     writeTimeoutMs = positiveLong(c, ScrShimKeys.WRITE_TIMEOUT_MS);

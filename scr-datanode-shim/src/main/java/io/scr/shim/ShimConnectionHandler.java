@@ -62,8 +62,10 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final long writeTimeoutMs;
   private final long requestTimeoutMs;
 
-  /** {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}: op 87 is served here, not on a worker. */
-  private final boolean fdRequestsOnEventLoop;
+  /**
+   * Whether op 87 is served here or on a worker ({@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}).
+   */
+  private final FdRequestRouting routing;
 
   private final PeerIdentity.Lookup peers;
 
@@ -97,8 +99,29 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       ClientLimits limits,
       ShimMetrics metrics,
       Executor workers,
-      ShimConfig config) {
-    this(service, registry, limits, metrics, workers, config, PeerIdentity.SO_PEERCRED);
+      ShimConfig config,
+      FdRequestRouting routing) {
+    this(service, registry, limits, metrics, workers, config, routing, PeerIdentity.SO_PEERCRED);
+  }
+
+  /** A connection with a routing of its own (tests that make handlers directly). */
+  ShimConnectionHandler(
+      ShortCircuitService service,
+      SegmentRegistry registry,
+      ClientLimits limits,
+      ShimMetrics metrics,
+      Executor workers,
+      ShimConfig config,
+      PeerIdentity.Lookup peers) {
+    this(
+        service,
+        registry,
+        limits,
+        metrics,
+        workers,
+        config,
+        FdRequestRouting.from(config, metrics),
+        peers);
   }
 
   ShimConnectionHandler(
@@ -108,6 +131,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       ShimMetrics metrics,
       Executor workers,
       ShimConfig config,
+      FdRequestRouting routing,
       PeerIdentity.Lookup peers) {
     this.peers = peers;
     this.service = service;
@@ -119,7 +143,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     this.receiptTimeoutMs = config.receiptTimeoutMs;
     this.writeTimeoutMs = config.writeTimeoutMs;
     this.requestTimeoutMs = config.requestTimeoutMs;
-    this.fdRequestsOnEventLoop = config.fdRequestsOnEventLoop;
+    this.routing = routing;
   }
 
   @Override
@@ -331,14 +355,15 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     int client = this.client;
     long decoded = System.nanoTime();
-    if (fdRequestsOnEventLoop
-        && op == ShortCircuitService.OP_REQUEST_FDS
-        && ctx.channel() instanceof EpollDomainSocketChannel) {
+    if (op == ShortCircuitService.OP_REQUEST_FDS
+        && ctx.channel() instanceof EpollDomainSocketChannel
+        && routing.onEventLoop()) {
       // Served here: the reply goes out at once on the channel's own fd (no other thread can
       // close it while this loop runs), and the rest of the send runs as this loop's next task,
       // outside this decode.
       Reply r = handle(op, body, client);
       r.decodedNanos = decoded;
+      routing.servedOnEventLoop(System.nanoTime() - decoded);
       sendDirect(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r);
       ctx.channel().eventLoop().execute(() -> send(ctx, r));
       return;

@@ -97,6 +97,10 @@ final class ShimMetrics {
   private final LongAdder[] rejections = new LongAdder[Rejection.values().length];
   private final OpLatency[] fdPhases = new OpLatency[FdPhase.values().length];
   final LongAdder fdsPassed = new LongAdder();
+
+  /** Times a slow fd request on an event loop moved fd requests to the workers. */
+  final LongAdder fdRequestsMovedToWorkers = new LongAdder();
+
   final LongAdder liveSegments = new LongAdder();
   final LongAdder liveSlots = new LongAdder();
   final LongAdder liveConnections = new LongAdder();
@@ -219,6 +223,7 @@ final class ShimMetrics {
       }
     }
     out.put("fds_passed", fdsPassed.sum());
+    out.put("fd_requests_moved_to_workers", fdRequestsMovedToWorkers.sum());
     out.put("live.segments", liveSegments.sum());
     out.put("live.slots", liveSlots.sum());
     out.put("live.connections", liveConnections.sum());

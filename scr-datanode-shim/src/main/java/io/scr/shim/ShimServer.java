@@ -91,6 +91,7 @@ final class ShimServer implements AutoCloseable {
               new DefaultThreadFactory("scr-shim-worker", true));
       workers.allowCoreThreadTimeOut(true);
       channels = new DefaultChannelGroup("scr-shim", group.next());
+      FdRequestRouting routing = FdRequestRouting.from(config, metrics);
       removeStaleSocket();
       ServerBootstrap b =
           new ServerBootstrap()
@@ -108,7 +109,7 @@ final class ShimServer implements AutoCloseable {
                                   config.idleTimeoutMs, 0, 0, TimeUnit.MILLISECONDS))
                           .addLast(
                               new ShimConnectionHandler(
-                                  service, registry, limits, metrics, workers, config));
+                                  service, registry, limits, metrics, workers, config, routing));
                     }
                   });
       serverChannel =

@@ -86,6 +86,7 @@ class ShimReplyFromWorkerTest {
             true);
     Configuration conf = new Configuration(false);
     conf.setInt(ScrShimKeys.IO_THREADS.name(), 1);
+    conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false); // the workers' path
     Path socket = dir.resolve("dn.sock");
     server[0] = new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
     server[0].start();
@@ -188,5 +189,65 @@ class ShimReplyFromWorkerTest {
             "key " + onLoop + ": files opened on " + thread);
       }
     }
+  }
+
+  @Test
+  void aSlowFdRequestOnTheEventLoopSendsTheNextOnesToTheWorkersForTheBackoff() throws Exception {
+    FsDatasetSpi<?> dataset = replica(9, 8, 7, 6);
+    ShimMetrics metrics = new ShimMetrics();
+    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+    java.util.List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.concurrent.atomic.AtomicInteger calls =
+        new java.util.concurrent.atomic.AtomicInteger();
+    ShortCircuitService service =
+        new ShortCircuitService(
+            () -> {
+              openedOn.add(Thread.currentThread().getName());
+              if (calls.getAndIncrement() == 1) {
+                try {
+                  Thread.sleep(300); // the second request's files: a disk read
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              }
+              return dataset;
+            },
+            null,
+            registry,
+            limits,
+            SegmentFactory.newBuilder().build(),
+            metrics,
+            DataNodeAccounting.NONE,
+            true);
+    Configuration conf = new Configuration(false); // on the event loop: the default
+    conf.setLong(ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS.name(), 100);
+    conf.setLong(ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS.name(), 1500);
+    Path socket = dir.resolve("dn-slow.sock");
+    ShimServer server =
+        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server.start();
+    try (RawPeer peer = new RawPeer(socket.toString())) {
+      for (int i = 0; i < 4; i++) {
+        if (i == 3) {
+          Thread.sleep(2000); // past the backoff
+        }
+        peer.sender.requestShortCircuitFds(
+            BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
+        assertEquals(Status.SUCCESS, peer.readBlockOpResponse().getStatus());
+        FileInputStream[] fds = new FileInputStream[2];
+        peer.receiveFds(fds);
+        RawPeer.closeAll(fds);
+      }
+    } finally {
+      server.close();
+    }
+    // 1: on the loop; 2: on the loop, 300 ms (over 100); 3: on a worker; 4: back on the loop.
+    assertEquals(4, openedOn.size(), openedOn.toString());
+    assertTrue(openedOn.get(0).startsWith("scr-shim-io"), openedOn.toString());
+    assertTrue(openedOn.get(1).startsWith("scr-shim-io"), openedOn.toString());
+    assertTrue(openedOn.get(2).startsWith("scr-shim-worker"), openedOn.toString());
+    assertTrue(openedOn.get(3).startsWith("scr-shim-io"), openedOn.toString());
+    assertEquals(1L, metrics.snapshot().get("fd_requests_moved_to_workers"));
   }
 }

@@ -1,0 +1,66 @@
+package io.scr.shim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.Test;
+
+/** Where fd requests are served: the event loop, the workers for a while after a slow one. */
+class FdRequestRoutingTest {
+  private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  private final AtomicLong clock = new AtomicLong(-5_000 * MS); // any origin, even negative
+  private final LongAdder moves = new LongAdder();
+
+  private FdRequestRouting routing(boolean onLoop) {
+    return new FdRequestRouting(onLoop, 5 * MS, 30_000 * MS, clock::get, moves);
+  }
+
+  @Test
+  void byDefaultFdRequestsAreServedOnTheEventLoop() {
+    ShimConfig config = ShimConfig.from(new Configuration(false));
+    assertTrue(FdRequestRouting.from(config, new ShimMetrics()).onEventLoop());
+    assertEquals(5, config.fdRequestsLoopMaxMs);
+    assertEquals(30_000, config.fdRequestsLoopBackoffMs);
+  }
+
+  @Test
+  void fastRequestsStayOnTheLoop() {
+    FdRequestRouting r = routing(true);
+    for (int i = 0; i < 100; i++) {
+      assertTrue(r.onEventLoop());
+      r.servedOnEventLoop(5 * MS); // at the bound, not over it
+      clock.addAndGet(MS);
+    }
+    assertEquals(0, moves.sum());
+  }
+
+  @Test
+  void aSlowRequestSendsTheOthersToTheWorkersForTheBackoffThenTheyReturn() {
+    FdRequestRouting r = routing(true);
+    r.servedOnEventLoop(5 * MS + 1);
+    assertEquals(1, moves.sum());
+    assertFalse(r.onEventLoop());
+    clock.addAndGet(30_000 * MS - 1);
+    assertFalse(r.onEventLoop(), "still within the backoff");
+    clock.addAndGet(1);
+    assertTrue(r.onEventLoop(), "the backoff is over");
+    assertTrue(r.onEventLoop());
+    r.servedOnEventLoop(40 * MS);
+    assertEquals(2, moves.sum());
+    assertFalse(r.onEventLoop());
+  }
+
+  @Test
+  void switchedOffEveryRequestGoesToTheWorkers() {
+    FdRequestRouting r = routing(false);
+    assertFalse(r.onEventLoop());
+    clock.addAndGet(3_600_000 * MS);
+    assertFalse(r.onEventLoop());
+  }
+}
