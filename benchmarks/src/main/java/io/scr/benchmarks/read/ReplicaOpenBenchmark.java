@@ -89,9 +89,9 @@ public class ReplicaOpenBenchmark {
 
   /**
    * Mode B only: the shim's {@code scr.shim.fd.requests.on.event.loop} (op 87 served on the event
-   * loop, no hand-off to a worker); off by default, as in the shim.
+   * loop, no hand-off to a worker); on by default, as in the shim ({@code false}: the workers).
    */
-  @Param({"false"})
+  @Param({"true"})
   boolean shimOnEventLoop;
 
   /** Mode B only: the shim's {@code scr.shim.io.threads} (its default, 2, unless overridden). */
