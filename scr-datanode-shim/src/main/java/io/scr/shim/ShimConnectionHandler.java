@@ -93,17 +93,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
 
   private ScheduledFuture<?> writeTimer;
 
-  ShimConnectionHandler(
-      ShortCircuitService service,
-      SegmentRegistry registry,
-      ClientLimits limits,
-      ShimMetrics metrics,
-      Executor workers,
-      ShimConfig config,
-      FdRequestRouting routing) {
-    this(service, registry, limits, metrics, workers, config, routing, PeerIdentity.SO_PEERCRED);
-  }
-
   /** A connection with a routing of its own (tests that make handlers directly). */
   ShimConnectionHandler(
       ShortCircuitService service,

@@ -109,7 +109,14 @@ final class ShimServer implements AutoCloseable {
                                   config.idleTimeoutMs, 0, 0, TimeUnit.MILLISECONDS))
                           .addLast(
                               new ShimConnectionHandler(
-                                  service, registry, limits, metrics, workers, config, routing));
+                                  service,
+                                  registry,
+                                  limits,
+                                  metrics,
+                                  workers,
+                                  config,
+                                  routing,
+                                  PeerIdentity.SO_PEERCRED));
                     }
                   });
       serverChannel =

@@ -46,6 +46,23 @@ class ShimReplyFromWorkerTest {
         Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
   }
 
+  /** A shim service over {@code dataset} (asked on every request), tokens not checked. */
+  private static ShortCircuitService service(
+      ShortCircuitService.DatasetAccess dataset,
+      SegmentRegistry registry,
+      ClientLimits limits,
+      ShimMetrics metrics) {
+    return new ShortCircuitService(
+        dataset,
+        null,
+        registry,
+        limits,
+        SegmentFactory.newBuilder().build(),
+        metrics,
+        DataNodeAccounting.NONE,
+        true);
+  }
+
   @Test
   void theClientHasItsFdsWhileTheEventLoopIsHeldUpAndEveryPhaseIsTimed() throws Exception {
     FsDatasetSpi<?> dataset = replica(1, 2, 3, 4);
@@ -58,7 +75,7 @@ class ShimReplyFromWorkerTest {
     // The worker opening the replica first holds the (only) event loop up, which has decoded the
     // request by then; the reply can reach the client only if the worker sends it.
     ShortCircuitService service =
-        new ShortCircuitService(
+        service(
             () -> {
               EventLoop loop = server[0].eventLoops().next();
               loop.execute(
@@ -77,13 +94,9 @@ class ShimReplyFromWorkerTest {
               }
               return dataset;
             },
-            null,
             registry,
             limits,
-            SegmentFactory.newBuilder().build(),
-            metrics,
-            DataNodeAccounting.NONE,
-            true);
+            metrics);
     Configuration conf = new Configuration(false);
     conf.setInt(ScrShimKeys.IO_THREADS.name(), 1);
     conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false); // the workers' path
@@ -143,18 +156,14 @@ class ShimReplyFromWorkerTest {
     SegmentRegistry registry = new SegmentRegistry(limits, metrics);
     java.util.List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
     ShortCircuitService service =
-        new ShortCircuitService(
+        service(
             () -> {
               openedOn.add(Thread.currentThread().getName());
               return dataset;
             },
-            null,
             registry,
             limits,
-            SegmentFactory.newBuilder().build(),
-            metrics,
-            DataNodeAccounting.NONE,
-            true);
+            metrics);
     for (boolean onLoop : new boolean[] {false, true}) {
       openedOn.clear();
       Configuration conf = new Configuration(false);
@@ -201,7 +210,7 @@ class ShimReplyFromWorkerTest {
     java.util.concurrent.atomic.AtomicInteger calls =
         new java.util.concurrent.atomic.AtomicInteger();
     ShortCircuitService service =
-        new ShortCircuitService(
+        service(
             () -> {
               openedOn.add(Thread.currentThread().getName());
               if (calls.getAndIncrement() == 1) {
@@ -213,13 +222,9 @@ class ShimReplyFromWorkerTest {
               }
               return dataset;
             },
-            null,
             registry,
             limits,
-            SegmentFactory.newBuilder().build(),
-            metrics,
-            DataNodeAccounting.NONE,
-            true);
+            metrics);
     Configuration conf = new Configuration(false); // on the event loop: the default
     conf.setLong(ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS.name(), 100);
     conf.setLong(ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS.name(), 1500);
