@@ -333,7 +333,9 @@ public final class ScrKeys {
               + " the open of the block in flight (one fd request between them, also when the"
               + " DataNode refuses it). Never delays open(); skipped (counted in PrefetchSkipped)"
               + " when the queue is full, the replica cache is full or holds half its fd budget or"
-              + " more, or the stream closed first. Per file system. 0 turns prefetch off.");
+              + " more, or the stream closed first; a reader that finds the prefetch opening its"
+              + " block twice in a row (a scan) opens the rest itself. Per file system. 0 turns"
+              + " prefetch off.");
 
   /** Prefetch on open: threads per engine. */
   public static final ScrKey<Integer> PREFETCH_THREADS =

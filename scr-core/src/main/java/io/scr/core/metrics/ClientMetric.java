@@ -141,7 +141,7 @@ public enum ClientMetric {
       Kind.COUNTER,
       "blocks",
       "Local blocks a prefetch on open did not open (queue full, cache full or above half its fd"
-          + " budget, stream closed first, open failed)"),
+          + " budget, stream closed first, open failed, a scanning reader took over)"),
   // ---- mapped reads (scr.client.read.mapped.enabled) ----
   MAPPED_READS(
       "MappedReads",
