@@ -23,8 +23,14 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  */
 public final class MiniDfsExtension
     implements BeforeAllCallback, AfterAllCallback, BeforeEachCallback {
-  /** How long resources may take to wind down after the cluster shut down. */
-  private static final Duration RELEASE_PATIENCE = Duration.ofSeconds(30);
+  /**
+   * How long resources may take to wind down after the cluster shut down. 60 s: after ShimFuzzTest,
+   * ShimPrefetchBatchTest's check waited 5-24 s locally and 31.0 s (passed) and 31.6 s (failed, one
+   * client-side unix socket) in CI on a loaded 2-core machine, with this session's code and the
+   * session before's alike, for a socket that does close; what holds it is not found yet. A
+   * resource never released still fails the check.
+   */
+  private static final Duration RELEASE_PATIENCE = Duration.ofSeconds(60);
 
   /** False until the first cluster of this JVM shut down; see {@link ResourceSnapshot}. */
   private static volatile boolean jvmWarm;
