@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.shm.SegmentFactory;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -49,15 +48,8 @@ class ExtensionFuzzTest {
     ClientLimits limits = new ClientLimits(MAX, 4, 64, MAX, MAX, MAX, MAX, 600, MAX, 600, MAX);
     SegmentRegistry registry = new SegmentRegistry(limits, metrics);
     ShortCircuitService svc =
-        new ShortCircuitService(
-            () -> FakeDataset.of(BLOCK, data, meta),
-            null,
-            registry,
-            limits,
-            SegmentFactory.newBuilder().build(),
-            metrics,
-            DataNodeAccounting.NONE,
-            true);
+        TestServices.withoutTokens(
+            () -> FakeDataset.of(BLOCK, data, meta), registry, limits, metrics);
     long fdsBefore = openFds();
     for (int i = 0; i < ITERATIONS; i++) {
       byte[] body = body(rnd);

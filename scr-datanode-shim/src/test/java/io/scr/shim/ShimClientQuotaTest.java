@@ -9,7 +9,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
-import io.scr.shm.SegmentFactory;
 import io.scr.shm.ShmSupport;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -43,7 +42,7 @@ class ShimClientQuotaTest {
   private final ShimMetrics metrics = new ShimMetrics();
 
   private ShortCircuitService service(ClientLimits limits, SegmentRegistry registry) {
-    return new ShortCircuitService(
+    return TestServices.withoutTokens(
         new ShortCircuitService.DatasetAccess() {
           @Override
           public FsDatasetSpi<?> dataset() {
@@ -55,13 +54,9 @@ class ShimClientQuotaTest {
             return false; // every fd request is answered "not ready": enough to see who is served
           }
         },
-        null,
         registry,
         limits,
-        SegmentFactory.newBuilder().build(),
-        metrics,
-        DataNodeAccounting.NONE,
-        true);
+        metrics);
   }
 
   private EmbeddedChannel connect(ClientLimits limits, int pid, int uid) {

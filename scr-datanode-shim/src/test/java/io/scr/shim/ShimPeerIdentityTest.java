@@ -9,7 +9,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
-import io.scr.shm.SegmentFactory;
 import io.scr.shm.ShmSupport;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -47,7 +46,7 @@ class ShimPeerIdentityTest {
 
   /** Answers every fd request "not ready" without a dataset: enough to see who is served. */
   private final ShortCircuitService service =
-      new ShortCircuitService(
+      TestServices.withoutTokens(
           new ShortCircuitService.DatasetAccess() {
             @Override
             public FsDatasetSpi<?> dataset() {
@@ -59,13 +58,9 @@ class ShimPeerIdentityTest {
               return false;
             }
           },
-          null,
           registry,
           limits,
-          SegmentFactory.newBuilder().build(),
-          metrics,
-          DataNodeAccounting.NONE,
-          true);
+          metrics);
 
   private EmbeddedChannel connect(PeerIdentity.Lookup peer) {
     return new EmbeddedChannel(

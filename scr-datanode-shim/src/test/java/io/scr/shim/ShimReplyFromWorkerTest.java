@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.channel.EventLoop;
-import io.scr.shm.SegmentFactory;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -46,23 +45,6 @@ class ShimReplyFromWorkerTest {
         Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0}));
   }
 
-  /** A shim service over {@code dataset} (asked on every request), tokens not checked. */
-  private static ShortCircuitService service(
-      ShortCircuitService.DatasetAccess dataset,
-      SegmentRegistry registry,
-      ClientLimits limits,
-      ShimMetrics metrics) {
-    return new ShortCircuitService(
-        dataset,
-        null,
-        registry,
-        limits,
-        SegmentFactory.newBuilder().build(),
-        metrics,
-        DataNodeAccounting.NONE,
-        true);
-  }
-
   @Test
   void theClientHasItsFdsWhileTheEventLoopIsHeldUpAndEveryPhaseIsTimed() throws Exception {
     FsDatasetSpi<?> dataset = replica(1, 2, 3, 4);
@@ -75,7 +57,7 @@ class ShimReplyFromWorkerTest {
     // The worker opening the replica first holds the (only) event loop up, which has decoded the
     // request by then; the reply can reach the client only if the worker sends it.
     ShortCircuitService service =
-        service(
+        TestServices.withoutTokens(
             () -> {
               EventLoop loop = server[0].eventLoops().next();
               loop.execute(
@@ -156,7 +138,7 @@ class ShimReplyFromWorkerTest {
     SegmentRegistry registry = new SegmentRegistry(limits, metrics);
     java.util.List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
     ShortCircuitService service =
-        service(
+        TestServices.withoutTokens(
             () -> {
               openedOn.add(Thread.currentThread().getName());
               return dataset;
@@ -210,7 +192,7 @@ class ShimReplyFromWorkerTest {
     java.util.concurrent.atomic.AtomicInteger calls =
         new java.util.concurrent.atomic.AtomicInteger();
     ShortCircuitService service =
-        service(
+        TestServices.withoutTokens(
             () -> {
               openedOn.add(Thread.currentThread().getName());
               if (calls.getAndIncrement() == 1) {

@@ -3,7 +3,6 @@ package io.scr.shim;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.shm.SegmentFactory;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -39,17 +38,13 @@ class ShimWriteDeadlineTest {
   private final ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
   private final SegmentRegistry registry = new SegmentRegistry(limits, metrics);
   private final ShortCircuitService service =
-      new ShortCircuitService(
+      TestServices.withoutTokens(
           () -> {
             throw new AssertionError("no replica is asked for");
           },
-          null,
           registry,
           limits,
-          SegmentFactory.newBuilder().build(),
-          metrics,
-          DataNodeAccounting.NONE,
-          true);
+          metrics);
 
   private static byte[] frame(int op, byte[] body) throws IOException {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
