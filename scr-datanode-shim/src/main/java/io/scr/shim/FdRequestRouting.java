@@ -14,10 +14,10 @@ import org.slf4j.LoggerFactory;
  * <p>Why both. A request served on its event loop costs two thread wake-ups (the request and the
  * receipt), as on a stock DataNode's {@code DataXceiver}; handed to a worker it costs two more (the
  * worker, and the event loop again for the bookkeeping). Measured on the 2-core benchmark machine
- * with the JIT warm, a replica's first read was 0.66-1.08x stock's median served on the loop, and
- * up to 1.51x stock's through the workers (docs/benchmarks.md, session 6). But an event loop serves
- * many connections: while it opens one replica's files they all wait. A file open that reads the
- * disk (the DataNode's directories not in the kernel's caches) or waits for the dataset's lock
+ * with the JIT warm, a replica's first read was 0.66x stock's median served on the loop and
+ * 1.23-1.51x through the workers, in one round (docs/benchmarks.md, session 6). But an event loop
+ * serves many connections: while it opens one replica's files they all wait. A file open that reads
+ * the disk (the DataNode's directories not in the kernel's caches) or waits for the dataset's lock
  * (held by a writer) would stall every connection of that loop, which a stock DataNode (a thread
  * per connection) does not. So one fd request that takes longer than {@code maxNanos} on a loop
  * sends every fd request to the workers for {@code backoffNanos}: a slow disk costs an event loop's

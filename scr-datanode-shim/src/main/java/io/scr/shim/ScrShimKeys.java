@@ -90,8 +90,9 @@ public final class ScrShimKeys {
           "true",
           "Open replica files for REQUEST_SHORT_CIRCUIT_FDS (op 87) on the event loop that decoded"
               + " the request rather than on a worker: two thread wake-ups per request instead of"
-              + " four (a replica's first read measured 0.66-1.08x stock's median served here, up"
-              + " to 1.5x through the workers). The loop's other connections wait while the files are"
+              + " four (a replica's first read measured 0.66x stock's median served here, 1.23-1.51x"
+              + " through the workers, in one round). The loop's other connections wait while the"
+              + " files are"
               + " opened, so an fd request slower than scr.shim.fd.requests.loop.max.ms (a disk"
               + " read, the dataset's lock held) sends fd requests to the workers for"
               + " scr.shim.fd.requests.loop.backoff.ms. false: always on the workers.");
