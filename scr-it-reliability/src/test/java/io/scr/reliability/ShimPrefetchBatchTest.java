@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.metrics.ClientSnapshot;
+import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -47,14 +48,15 @@ class ShimPrefetchBatchTest {
   void aFilesBlocksArePrefetchedInOneBatchedExchange() throws Exception {
     MiniDfs dfs = DFS.dfs();
     byte[] data = dfs.writeRandomFile("/batch/file", BLOCKS * BLOCK, 31);
-    try (ScrFileSystem fs =
+    ScrFileSystem fs =
         Faults.scrFileSystem(
             dfs,
             c -> {
               c.setInt("scr.client.prefetch.max-blocks", 16);
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCKS * BLOCK);
-            })) {
-      ScrClient scr = fs.scrClient();
+            });
+    ScrClient scr = fs.scrClient();
+    try {
       // The prefetch uses what the engine knows of the peer (it never probes: a stock DataNode
       // would close the probe's connection); an engine learns it with its first slot release.
       assertTrue(scr.extensions().features(dfs.socketPath(0)).batchFds(), "the shim offers it");
@@ -83,6 +85,27 @@ class ShimPrefetchBatchTest {
         assertEquals(BLOCKS, scr.metricsSnapshot().prefetchHits(), "each first read a hit");
         assertEquals(0, shimRequests("request_fds") - op87Before, "the reads asked nothing");
       }
+    } finally {
+      fs.close();
+    }
+    // The batch's replicas hold slots of the endpoint's first segment (the batch made the pool).
+    // Closing the engine closes them: every slot goes back, the segment is returned and its
+    // connection closed, which the shim sees at once, not whenever a collection runs (the first
+    // batch's replicas once kept a null pool and gave nothing back).
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    Map<String, Long> shim;
+    while (true) {
+      shim = Faults.shim(dfs, 0).counters();
+      if (Faults.counter(shim, "live.segments") == 0 && Faults.counter(shim, "live.slots") == 0
+          || System.nanoTime() > deadline) {
+        break;
+      }
+      Thread.sleep(20);
+    }
+    assertEquals(0, Faults.counter(shim, "live.segments"), "segments left at the shim: " + shim);
+    assertEquals(0, Faults.counter(shim, "live.slots"), "slots left at the shim: " + shim);
+    for (SlotPoolStats pool : scr.metricsSnapshot().slotPools()) { // keeps the engine reachable
+      assertEquals(0, pool.slotsInUse(), "slots the closed engine still holds: " + pool);
     }
   }
 }

@@ -53,6 +53,9 @@ public final class Replica implements CachedValue {
     this.counters = counters;
     this.files = files;
     this.generationStamp = generationStamp;
+    if (slot != null && slotPool == null) {
+      throw new IllegalArgumentException("a replica's slot needs the pool that releases it");
+    }
     this.slot = slot;
     this.slotPool = slotPool;
     this.ticker = ticker;

@@ -386,7 +386,6 @@ public final class ReplicaManager implements Closeable {
       PrefetchResult[] results)
       throws IOException {
     DataNodeEndpoint endpoint = endpoint(socketPath);
-    SlotPool slotPool = endpoint.slotPoolOrNull();
     List<ExtendedBlock> batchBlocks = new ArrayList<>(sent.size());
     List<Token<BlockTokenIdentifier>> batchTokens = new ArrayList<>(sent.size());
     List<SlotId> slotIds = new ArrayList<>(sent.size());
@@ -397,6 +396,10 @@ public final class ReplicaManager implements Closeable {
       slots[j] = endpoint.allocateSlot();
       slotIds.add(slots[j] == null ? null : slots[j].id());
     }
+    // After the allocations: the first one on a new endpoint creates its pool. Read before, it was
+    // null, and the replicas of a first batch never gave their slots back (the segment and its
+    // connection stayed until the engine was garbage-collected).
+    SlotPool slotPool = endpoint.slotPoolOrNull();
     List<ShortCircuitExchanges.BatchedFds> answers;
     long t0 = ticker.read();
     try {
