@@ -70,11 +70,14 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>The accessor paths share the engine ({@code ScrClient}) that {@code SCR_FILESYSTEM} measures
  * here; they are left out because the accessor holds its engines per context for the life of the
  * JVM, which a generation per 2048 reads would exhaust fds with.
+ *
+ * <p>12 warm-up iterations: with 3, the JIT's compiler threads still used 4.0-4.4 s of CPU in the
+ * 8 s after them (per-thread CPU from /proc, session 6), on the 2 cores the readers share.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 1)
+@Warmup(iterations = 12, time = 1)
 @Measurement(iterations = 5, time = 1)
 @Fork(1)
 public class ReplicaOpenBenchmark {
