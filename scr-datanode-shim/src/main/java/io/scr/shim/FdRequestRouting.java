@@ -15,20 +15,30 @@ import org.slf4j.LoggerFactory;
  * receipt), as on a stock DataNode's {@code DataXceiver}; handed to a worker it costs two more (the
  * worker, and the event loop again for the bookkeeping). Measured on the 2-core benchmark machine
  * with the JIT warm, a replica's first read was 0.66x stock's median served on the loop and
- * 1.23-1.51x through the workers, in one round (docs/benchmarks.md, session 6). But an event loop
- * serves many connections: while it opens one replica's files they all wait. A file open that reads
- * the disk (the DataNode's directories not in the kernel's caches) or waits for the dataset's lock
- * (held by a writer) would stall every connection of that loop, which a stock DataNode (a thread
- * per connection) does not. So one fd request that takes longer than {@code maxNanos} on a loop
- * sends every fd request to the workers for {@code backoffNanos}: a slow disk costs an event loop's
- * other connections at most one such stall per backoff.
+ * 1.23-1.51x through the workers, in one round (docs/benchmarks.md, session 6); 0.53-0.64x on the
+ * loop in two more (session 7, 1 and 8 threads). But an event loop serves many connections: while
+ * it opens one replica's files they all wait. A file open that reads the disk (the DataNode's
+ * directories or the meta file's header not in the kernel's caches) would stall every connection of
+ * that loop, which a stock DataNode (a thread per connection) does not. So an fd request that takes
+ * longer than {@code maxNanos} on a loop because the loop thread read from storage sends every fd
+ * request to the workers for {@code backoffNanos}: a slow disk costs an event loop's other
+ * connections at most one such stall per backoff.
+ *
+ * <p>Only a storage read counts ({@link StallProbe}). A loop thread that waited for a lock (which
+ * every thread serving a request needs too), was stopped by a garbage collection, waited for a core
+ * or computed for that long would not have served faster on the workers; on the 2-core benchmark
+ * machine such requests sent every fd request to the workers within the benchmark's warm-up
+ * (sessions 6 and 7), for nothing. They are counted ({@code fd_requests_slow_kept_on_loop}) and
+ * logged at DEBUG with their phases, and the loop keeps serving. Where the cause cannot be told
+ * ({@link StallProbe.Cause#UNKNOWN}) a slow request moves them, as every slow one did before.
  *
  * <p>Each move is counted ({@link #movesToWorkers()}); the first is logged at INFO with the remedy,
  * later ones at DEBUG.
  *
  * <p>Thread-safety: one instance per shim server, shared by every connection; {@link
- * #onEventLoop()} and {@link #servedOnEventLoop} run on event loops. The deadline is a volatile
- * long; two loops moving at once both write about the same deadline (benign) and both count.
+ * #onEventLoop()}, {@link #startOnEventLoop()} and {@link #servedOnEventLoop} run on event loops.
+ * The deadline is a volatile long; two loops moving at once both write about the same deadline
+ * (benign) and both count.
  */
 final class FdRequestRouting {
   private static final Logger LOG = LoggerFactory.getLogger(FdRequestRouting.class);
@@ -37,7 +47,9 @@ final class FdRequestRouting {
   private final long maxNanos;
   private final long backoffNanos;
   private final LongSupplier nanoClock;
+  private final StallProbe probe;
   private final LongAdder moves;
+  private final LongAdder kept;
   private final AtomicBoolean logged = new AtomicBoolean();
 
   /**
@@ -48,9 +60,17 @@ final class FdRequestRouting {
   private volatile boolean held;
 
   FdRequestRouting(
-      boolean onLoop, long maxNanos, long backoffNanos, LongSupplier nanoClock, LongAdder moves) {
+      boolean onLoop,
+      long maxNanos,
+      long backoffNanos,
+      LongSupplier nanoClock,
+      StallProbe probe,
+      LongAdder moves,
+      LongAdder kept) {
     this.onLoop = onLoop;
+    this.probe = probe;
     this.moves = moves;
+    this.kept = kept;
     this.maxNanos = maxNanos;
     this.backoffNanos = backoffNanos;
     this.nanoClock = nanoClock;
@@ -63,7 +83,9 @@ final class FdRequestRouting {
         TimeUnit.MILLISECONDS.toNanos(config.fdRequestsLoopMaxMs),
         TimeUnit.MILLISECONDS.toNanos(config.fdRequestsLoopBackoffMs),
         System::nanoTime,
-        metrics.fdRequestsMovedToWorkers);
+        new StallProbe(),
+        metrics.fdRequestsMovedToWorkers,
+        metrics.fdRequestsSlowKeptOnLoop);
   }
 
   /** Whether the next fd request is served on the event loop that decoded it. */
@@ -80,25 +102,55 @@ final class FdRequestRouting {
     return true;
   }
 
+  /** Before an fd request is handled on an event loop (this thread): the slow check's baseline. */
+  void startOnEventLoop() {
+    probe.start();
+  }
+
   /**
-   * An fd request served on an event loop took {@code nanos} to handle (files opened, answered).
+   * An fd request served on this event loop took {@code nanos} to handle (files opened, answered)
+   * since {@link #startOnEventLoop}.
    */
   void servedOnEventLoop(long nanos) {
+    servedOnEventLoop(nanos, null);
+  }
+
+  /** As {@link #servedOnEventLoop(long)}; {@code r}'s phase marks go into the log when slow. */
+  void servedOnEventLoop(long nanos, Reply r) {
     if (nanos <= maxNanos) {
       return;
     }
-    workersUntil = nanoClock.getAsLong() + backoffNanos;
+    StallProbe.Cause cause = probe.slowCause();
+    if (cause != StallProbe.Cause.DISK && cause != StallProbe.Cause.UNKNOWN) {
+      kept.increment();
+      if (LOG.isDebugEnabled()) {
+        LOG.debug(
+            "An fd request took {} µs on a shim event loop{}, over"
+                + " scr.shim.fd.requests.loop.max.ms, without reading storage ({}): fd requests"
+                + " stay on the loop",
+            TimeUnit.NANOSECONDS.toMicros(nanos),
+            phases(r),
+            cause);
+      }
+      return;
+    }
+    long now = nanoClock.getAsLong();
+    workersUntil = now + backoffNanos;
     held = true;
     moves.increment();
     String message =
-        "An fd request took {} ms on a shim event loop (over scr.shim.fd.requests.loop.max.ms={}:"
-            + " a disk read, or the dataset's lock held); fd requests go to the worker threads"
-            + " for {} s so that the loop's other connections do not wait on this disk. A DataNode"
-            + " whose storage is often this slow can set scr.shim.fd.requests.on.event.loop=false"
-            + " (counted in fd_requests_moved_to_workers)";
+        "An fd request took {} on a shim event loop, over scr.shim.fd.requests.loop.max.ms={}"
+            + " ms, and {}; fd requests go to the worker threads for {} s so that the loop's other"
+            + " connections do not wait on this disk. A DataNode whose storage is often this slow"
+            + " can set scr.shim.fd.requests.on.event.loop=false (counted in"
+            + " fd_requests_moved_to_workers)";
     Object[] args = {
-      TimeUnit.NANOSECONDS.toMillis(nanos),
+      TimeUnit.NANOSECONDS.toMillis(nanos) + " ms" + phases(r),
       TimeUnit.NANOSECONDS.toMillis(maxNanos),
+      cause == StallProbe.Cause.DISK
+          ? "the loop thread read from storage in it (a cold directory or file)"
+          : "the loop thread waited in it, for the disk as far as this host can tell (it does not"
+              + " account a thread's reads)",
       TimeUnit.NANOSECONDS.toSeconds(backoffNanos)
     };
     if (logged.compareAndSet(false, true)) {
@@ -106,6 +158,25 @@ final class FdRequestRouting {
     } else {
       LOG.debug(message, args);
     }
+  }
+
+  /** " (check a µs, open b µs, register c µs)" from a granted reply's marks; else "". */
+  private static String phases(Reply r) {
+    if (r == null || r.openStartNanos == 0 || r.openEndNanos == 0 || r.builtNanos == 0) {
+      return "";
+    }
+    return " (check "
+        + TimeUnit.NANOSECONDS.toMicros(r.openStartNanos - r.startNanos)
+        + " µs, open "
+        + TimeUnit.NANOSECONDS.toMicros(r.openEndNanos - r.openStartNanos)
+        + " µs, register "
+        + TimeUnit.NANOSECONDS.toMicros(r.builtNanos - r.openEndNanos)
+        + " µs)";
+  }
+
+  /** How many slow fd requests did not move serving (their thread did not read from storage). */
+  long keptOnLoop() {
+    return kept.sum();
   }
 
   /** How many times slow fd requests moved serving to the workers. */

@@ -90,24 +90,29 @@ public final class ScrShimKeys {
           "true",
           "Open replica files for REQUEST_SHORT_CIRCUIT_FDS (op 87) on the event loop that decoded"
               + " the request rather than on a worker: two thread wake-ups per request instead of"
-              + " four (a replica's first read measured 0.66x stock's median served here, 1.23-1.51x"
-              + " through the workers, in one round). The loop's other connections wait while the"
-              + " files are"
-              + " opened, so an fd request slower than scr.shim.fd.requests.loop.max.ms (a disk"
-              + " read, the dataset's lock held) sends fd requests to the workers for"
-              + " scr.shim.fd.requests.loop.backoff.ms. false: always on the workers.");
+              + " four (a replica's first read measured 0.53-0.66x stock's median served here in"
+              + " three rounds, 1.23-1.51x through the workers). The loop's other connections wait"
+              + " while the"
+              + " files are opened, so an fd request slower than scr.shim.fd.requests.loop.max.ms"
+              + " whose loop thread read from storage (a cold directory or file) sends fd requests"
+              + " to the workers for scr.shim.fd.requests.loop.backoff.ms. false: always on the"
+              + " workers.");
 
-  /** An fd request served on an event loop slower than this moves them to the workers. */
+  /** An fd request on an event loop slower than this, on the disk, moves them to the workers. */
   public static final Key FD_REQUESTS_LOOP_MAX_MS =
       define(
           "scr.shim.fd.requests.loop.max.ms",
           Type.LONG,
           "5",
           "An fd request that takes longer than this on an event loop (files opened and answer"
-              + " built; a disk read or a held dataset lock, where tens of microseconds are usual)"
-              + " sends fd requests to the worker threads for scr.shim.fd.requests.loop.backoff.ms,"
-              + " so that a slow disk does not stall the loop's other connections; counted in"
-              + " fd_requests_moved_to_workers, the first move logged.");
+              + " built; tens of microseconds are usual) because the loop thread read from storage"
+              + " (a directory or meta file not in the kernel's caches; told from the thread's"
+              + " getrusage) sends fd requests to the worker threads for"
+              + " scr.shim.fd.requests.loop.backoff.ms, so that a slow disk does not stall the"
+              + " loop's other connections; counted in fd_requests_moved_to_workers, the first move"
+              + " logged. A slow request that only waited for a lock, a garbage collection or a"
+              + " core, or computed, does not move them (a worker would wait as long):"
+              + " fd_requests_slow_kept_on_loop.");
 
   /** How long fd requests stay on the workers after a slow one on an event loop. */
   public static final Key FD_REQUESTS_LOOP_BACKOFF_MS =

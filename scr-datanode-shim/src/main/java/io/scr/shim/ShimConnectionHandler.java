@@ -350,9 +350,10 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       // Served here: the reply goes out at once on the channel's own fd (no other thread can
       // close it while this loop runs), and the rest of the send runs as this loop's next task,
       // outside this decode.
+      routing.startOnEventLoop();
       Reply r = handle(op, body, client);
       r.decodedNanos = decoded;
-      routing.servedOnEventLoop(System.nanoTime() - decoded);
+      routing.servedOnEventLoop(System.nanoTime() - decoded, r);
       sendDirect(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r);
       ctx.channel().eventLoop().execute(() -> send(ctx, r));
       return;

@@ -98,8 +98,14 @@ final class ShimMetrics {
   private final OpLatency[] fdPhases = new OpLatency[FdPhase.values().length];
   final LongAdder fdsPassed = new LongAdder();
 
-  /** Times a slow fd request on an event loop moved fd requests to the workers. */
+  /** Times a slow fd request on an event loop, on the disk, moved fd requests to the workers. */
   final LongAdder fdRequestsMovedToWorkers = new LongAdder();
+
+  /**
+   * fd requests slower than scr.shim.fd.requests.loop.max.ms on an event loop whose thread did not
+   * read from storage (a lock, a GC, preempted, CPU): serving stayed on the loop.
+   */
+  final LongAdder fdRequestsSlowKeptOnLoop = new LongAdder();
 
   final LongAdder liveSegments = new LongAdder();
   final LongAdder liveSlots = new LongAdder();
@@ -224,6 +230,7 @@ final class ShimMetrics {
     }
     out.put("fds_passed", fdsPassed.sum());
     out.put("fd_requests_moved_to_workers", fdRequestsMovedToWorkers.sum());
+    out.put("fd_requests_slow_kept_on_loop", fdRequestsSlowKeptOnLoop.sum());
     out.put("live.segments", liveSegments.sum());
     out.put("live.slots", liveSlots.sum());
     out.put("live.connections", liveConnections.sum());

@@ -102,6 +102,10 @@ final class ShimMetricsSource implements MetricsSource {
         ShimMetric.INVALIDATION_SCAN_FAILURES.info(), metrics.invalidationScanFailures.sum());
     rb.addCounter(
         ShimMetric.NON_FINALIZED_REPLICAS_SERVED.info(), metrics.nonFinalizedReplicasServed.sum());
+    rb.addCounter(
+        ShimMetric.FD_REQUESTS_MOVED_TO_WORKERS.info(), metrics.fdRequestsMovedToWorkers.sum());
+    rb.addCounter(
+        ShimMetric.FD_REQUESTS_SLOW_KEPT_ON_LOOP.info(), metrics.fdRequestsSlowKeptOnLoop.sum());
     rb.addGauge(
         ShimMetric.SOCKET_PATH_CHECK_SKIPPED.info(), metrics.socketPathCheckSkipped ? 1 : 0);
     for (ShimMetrics.OpKind op : ShimMetrics.OpKind.values()) {

@@ -16,9 +16,24 @@ class FdRequestRoutingTest {
 
   private final AtomicLong clock = new AtomicLong(-5_000 * MS); // any origin, even negative
   private final LongAdder moves = new LongAdder();
+  private final LongAdder kept = new LongAdder();
+
+  /** What the loop thread did during the next slow request. */
+  private StallProbe.Cause cause = StallProbe.Cause.DISK;
+
+  private final StallProbe probe =
+      new StallProbe() {
+        @Override
+        void start() {}
+
+        @Override
+        Cause slowCause() {
+          return cause;
+        }
+      };
 
   private FdRequestRouting routing(boolean onLoop) {
-    return new FdRequestRouting(onLoop, 5 * MS, 30_000 * MS, clock::get, moves);
+    return new FdRequestRouting(onLoop, 5 * MS, 30_000 * MS, clock::get, probe, moves, kept);
   }
 
   @Test
@@ -41,8 +56,9 @@ class FdRequestRoutingTest {
   }
 
   @Test
-  void aSlowRequestSendsTheOthersToTheWorkersForTheBackoffThenTheyReturn() {
+  void aRequestSlowOnTheDiskSendsTheOthersToTheWorkersForTheBackoffThenTheyReturn() {
     FdRequestRouting r = routing(true);
+    r.startOnEventLoop();
     r.servedOnEventLoop(5 * MS + 1);
     assertEquals(1, moves.sum());
     assertFalse(r.onEventLoop());
@@ -54,6 +70,27 @@ class FdRequestRoutingTest {
     r.servedOnEventLoop(40 * MS);
     assertEquals(2, moves.sum());
     assertFalse(r.onEventLoop());
+    assertEquals(0, kept.sum());
+  }
+
+  @Test
+  void aRequestSlowWithoutReadingStorageLeavesTheRequestsOnTheLoop() {
+    FdRequestRouting r = routing(true);
+    StallProbe.Cause[] notTheDisk = {
+      StallProbe.Cause.WAITED, StallProbe.Cause.PREEMPTED, StallProbe.Cause.GC, StallProbe.Cause.RAN
+    };
+    for (StallProbe.Cause c : notTheDisk) {
+      cause = c;
+      r.startOnEventLoop();
+      r.servedOnEventLoop(40 * MS);
+      assertTrue(r.onEventLoop(), "a loop thread that did not read storage (" + c + ") serves on");
+    }
+    assertEquals(0, moves.sum());
+    assertEquals(4, kept.sum());
+    cause = StallProbe.Cause.UNKNOWN; // a wait this host cannot explain: as if it were the disk
+    r.servedOnEventLoop(40 * MS);
+    assertFalse(r.onEventLoop());
+    assertEquals(1, moves.sum());
   }
 
   @Test

@@ -71,8 +71,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * here; they are left out because the accessor holds its engines per context for the life of the
  * JVM, which a generation per 2048 reads would exhaust fds with.
  *
- * <p>12 warm-up iterations: with 3, the JIT's compiler threads still used 4.0-4.4 s of CPU in the
- * 8 s after them (per-thread CPU from /proc, session 6), on the 2 cores the readers share.
+ * <p>12 warm-up iterations: with 3, the JIT's compiler threads still used 4.0-4.4 s of CPU in the 8
+ * s after them (per-thread CPU from /proc, session 6), on the 2 cores the readers share.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
@@ -265,6 +265,14 @@ public class ReplicaOpenBenchmark {
     public long shimTotalP50;
     public long shimTotalP99;
 
+    /**
+     * Mode B, this iteration: times a slow fd request moved serving to the shim's workers, and slow
+     * ones that did not (the loop thread was preempted, paused by a GC, or computing).
+     */
+    public long shimMovesToWorkers;
+
+    public long shimSlowKeptOnLoop;
+
     @Setup(Level.Iteration)
     public void reset(ReplicaOpenBenchmark bench) {
       clientOpenP50 = clientOpenP99 = clientSlotP50 = clientSlotP99 = 0;
@@ -273,6 +281,7 @@ public class ReplicaOpenBenchmark {
       shimOpenMean = shimOpenP99 = shimRegisterMean = shimRegisterP99 = 0;
       shimHandoffMean = shimHandoffP50 = shimHandoffP99 = shimSendMean = shimSendP99 = 0;
       shimTotalMean = shimTotalP50 = shimTotalP99 = 0;
+      shimMovesToWorkers = shimSlowKeptOnLoop = 0;
       bench.iterationReported.set(false);
     }
 
@@ -331,11 +340,17 @@ public class ReplicaOpenBenchmark {
         shimTotalMean = intervalMean(now, before, "total");
         shimTotalP50 = stat(now, "total", "p50_us");
         shimTotalP99 = stat(now, "total", "p99_us");
+        shimMovesToWorkers = delta(now, before, "fd_requests_moved_to_workers");
+        shimSlowKeptOnLoop = delta(now, before, "fd_requests_slow_kept_on_loop");
       }
     }
 
     private static long stat(Map<String, Long> m, String phase, String which) {
       return m.getOrDefault("phase.request_fds." + phase + "." + which, 0L);
+    }
+
+    private static long delta(Map<String, Long> now, Map<String, Long> before, String counter) {
+      return now.getOrDefault(counter, 0L) - before.getOrDefault(counter, 0L);
     }
 
     private static long intervalMean(Map<String, Long> now, Map<String, Long> before, String p) {
