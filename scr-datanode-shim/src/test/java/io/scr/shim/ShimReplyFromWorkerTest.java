@@ -132,6 +132,79 @@ class ShimReplyFromWorkerTest {
         counters.toString());
   }
 
+  /**
+   * An scr client that asks ({@code ShortCircuitProtocol.FDS_WITH_RESPONSE_FIELD}) gets the fds in
+   * the response's message: they are there when it has read the response's first byte, so it wakes
+   * once. A request without the field (a stock client's) gets the response, then the fds with the
+   * data byte, as from a stock DataNode. Served on the event loop and on a worker alike.
+   */
+  @Test
+  void anScrClientThatAsksGetsItsFdsWithTheResponsesFirstByte() throws Exception {
+    FsDatasetSpi<?> dataset = replica(5, 6, 7, 8);
+    ShimMetrics metrics = new ShimMetrics();
+    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+    ShortCircuitService service =
+        TestServices.withoutTokens(() -> dataset, registry, limits, metrics);
+    for (boolean onLoop : new boolean[] {true, false}) {
+      Configuration conf = new Configuration(false);
+      conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), onLoop);
+      Path socket = dir.resolve("dn-fds-" + onLoop + ".sock");
+      ShimServer server =
+          new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+      server.start();
+      try (org.newsclub.net.unix.AFUNIXSocket peer =
+          org.newsclub.net.unix.AFUNIXSocket.connectTo(
+              org.newsclub.net.unix.AFUNIXSocketAddress.of(socket))) {
+        peer.setAncillaryReceiveBufferSize(512);
+        peer.setSoTimeout(20_000);
+        for (boolean asks : new boolean[] {true, false, true}) {
+          byte[] frame =
+              io.scr.core.protocol.ShortCircuitProtocol.encodeRequestFds(
+                  BLOCK, new Token<BlockTokenIdentifier>(), null);
+          if (!asks) {
+            frame = stockFrame();
+          }
+          peer.getOutputStream().write(frame);
+          java.io.InputStream in = peer.getInputStream();
+          int first = in.read(); // the response's length prefix
+          java.io.FileDescriptor[] early = peer.getReceivedFileDescriptors();
+          assertEquals(
+              asks ? 2 : 0,
+              early == null ? 0 : early.length,
+              "fds with the response's first byte (asked: " + asks + ", loop: " + onLoop + ")");
+          byte[] body = new byte[first];
+          new java.io.DataInputStream(in).readFully(body);
+          assertEquals(
+              Status.SUCCESS,
+              org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto
+                  .parseFrom(body)
+                  .getStatus());
+          int dataByte = in.read();
+          java.io.FileDescriptor[] fds = asks ? early : peer.getReceivedFileDescriptors();
+          assertEquals(2, fds == null ? 0 : fds.length, "then the data byte");
+          try (FileInputStream data = new FileInputStream(fds[0]);
+              FileInputStream meta = new FileInputStream(fds[1])) {
+            assertEquals(5, data.read(), "the block file");
+          }
+          if (dataByte != 0) {
+            peer.getOutputStream().write(0); // the receipt
+          }
+        }
+      } finally {
+        server.close();
+      }
+    }
+  }
+
+  /** The op-87 frame a stock client sends for {@link #BLOCK}: no scr field, receipt offered. */
+  private static byte[] stockFrame() throws IOException {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    new org.apache.hadoop.hdfs.protocol.datatransfer.Sender(new java.io.DataOutputStream(bytes))
+        .requestShortCircuitFds(BLOCK, new Token<BlockTokenIdentifier>(), null, 1, true);
+    return bytes.toByteArray();
+  }
+
   @Test
   void withTheKeyAnFdRequestIsServedOnTheEventLoopThatDecodedIt() throws Exception {
     FsDatasetSpi<?> dataset = replica(5, 6, 7, 8);
