@@ -33,14 +33,8 @@ final class FdPassing {
   /** Linux SCM_MAX_FD. */
   static final int MAX_FDS = 253;
 
-  /** Most bytes {@link #send(int, int[], byte[], byte)} sends before the data byte. */
-  static final int MAX_LEADING_BYTES = 1024;
-
-  /** The largest control message: CMSG_SPACE of {@link #MAX_FDS} ints. */
-  private static final int CMSG_BYTES = 16 + ((4 * MAX_FDS + 7) & ~7);
-
-  /** msghdr + iovec + the largest control message + the leading bytes and the data byte. */
-  private static final int SCRATCH_BYTES = 72 + CMSG_BYTES + MAX_LEADING_BYTES + 8;
+  /** msghdr + iovec + data byte + the largest control message. */
+  private static final int SCRATCH_BYTES = 80 + 16 + ((4 * MAX_FDS + 7) & ~7);
 
   /** Per-thread native scratch (event-loop threads): no allocation per message. */
   private static final ThreadLocal<Pointer> SCRATCH =
@@ -99,48 +93,25 @@ final class FdPassing {
    * @throws IOException with errno for any other failure (e.g. the peer closed)
    */
   static int send(int socketFd, int[] fds, byte dataByte) throws IOException {
-    return send(socketFd, fds, NO_BYTES, dataByte);
-  }
-
-  private static final byte[] NO_BYTES = new byte[0];
-
-  /**
-   * One non-blocking {@code sendmsg} of {@code leading} followed by {@code dataByte}, carrying
-   * {@code fds}: the kernel attaches them to the message's first byte, so a reader that reads with
-   * a control buffer (every read of junixsocket, scr's client) receives them with {@code leading}'s
-   * first byte, and one that reads {@code leading} without one (a stock client) would lose them.
-   * Used only for a peer that asked for it.
-   *
-   * @return the bytes sent ({@code leading.length + 1} unless the socket took only part: the fds
-   *     went with the first part), or {@link #WOULD_BLOCK} when the socket buffer is full (nothing
-   *     was sent)
-   * @throws IOException with errno for any other failure (e.g. the peer closed)
-   */
-  static int send(int socketFd, int[] fds, byte[] leading, byte dataByte) throws IOException {
     if (LIBC == null) {
       throw new IOException("fd passing is unavailable", UNAVAILABILITY);
     }
     if (fds.length == 0 || fds.length > MAX_FDS) {
       throw new IllegalArgumentException("cannot pass " + fds.length + " fds in one message");
     }
-    if (leading.length > MAX_LEADING_BYTES) {
-      throw new IllegalArgumentException(leading.length + " bytes before the fds' data byte");
-    }
     int dataLen = 4 * fds.length;
     int cmsgLen = 16 + dataLen; // CMSG_LEN
     int cmsgSpace = 16 + ((dataLen + 7) & ~7); // CMSG_SPACE
-    // One allocation: [msghdr 56][iovec 16][cmsg space, at most CMSG_BYTES][leading, data byte]
+    // One allocation: [msghdr 56][iovec 16][byte 8][cmsg space]
     int msgOff = 0;
     int iovOff = 56;
-    int cmsgOff = 72;
-    int payloadOff = cmsgOff + CMSG_BYTES;
-    int payloadLen = leading.length + 1;
+    int byteOff = 72;
+    int cmsgOff = 80;
     Pointer mem = SCRATCH.get();
     long base = mem.address();
-    mem.put(payloadOff, leading, 0, leading.length);
-    mem.putByte(payloadOff + leading.length, dataByte);
-    mem.putLong(iovOff, base + payloadOff); // iov_base
-    mem.putLong(iovOff + 8, payloadLen); // iov_len
+    mem.putByte(byteOff, dataByte);
+    mem.putLong(iovOff, base + byteOff); // iov_base
+    mem.putLong(iovOff + 8, 1); // iov_len
     mem.putLong(cmsgOff, cmsgLen); // cmsg_len
     mem.putInt(cmsgOff + 8, SOL_SOCKET);
     mem.putInt(cmsgOff + 12, SCM_RIGHTS);
@@ -156,8 +127,8 @@ final class FdPassing {
     mem.putInt(msgOff + 48, 0); // msg_flags
     while (true) {
       long n = LIBC.sendmsg(socketFd, mem, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n > 0) {
-        return (int) n;
+      if (n == 1) {
+        return 1;
       }
       int errno = RUNTIME.getLastError();
       if (n < 0 && errno == EINTR) {

@@ -41,13 +41,6 @@ final class Reply {
   /** Send nothing, just close (malformed input: stock closes without a reply). */
   boolean closeOnly;
 
-  /**
-   * The client asked for the fds in the response's message ({@link
-   * io.scr.core.protocol.ShortCircuitProtocol#FDS_WITH_RESPONSE_FIELD}): a direct send passes them
-   * with the response's bytes in one {@code sendmsg}.
-   */
-  boolean fdsWithResponse;
-
   /** Wait for the client's receipt byte before reading the next request. */
   boolean awaitReceipt;
 

@@ -419,14 +419,13 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   /**
    * Sends {@code r} from the thread that built it (a worker, on its duplicate of the socket; or the
    * event loop, on the channel's fd, for {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}): the
-   * response bytes, then the fds, each with one non-blocking call (both in one when an scr client
-   * asked, {@link Reply#fdsWithResponse}: it then wakes once, not twice), so the client has its
-   * answer without waiting for the event loop to take the reply (the second hand-off of every
-   * request, the larger part of an op 87's time in the shim under load, issue 16). Stops at the
-   * first call the socket does not take in full: the event loop sends the rest ({@link
-   * Reply#bytesSent}, the fds still in the reply) with its deadline. Replies that change the
-   * connection (close it, carry a segment) are left to the event loop. Never throws: a failed write
-   * marks the reply for the event loop to abandon.
+   * response bytes, then the fds, each with one non-blocking call, so the client has its answer
+   * without waiting for the event loop to take the reply (the second hand-off of every request, the
+   * larger part of an op 87's time in the shim under load, issue 16). Stops at the first call the
+   * socket does not take in full: the event loop sends the rest ({@link Reply#bytesSent}, the fds
+   * still in the reply) with its deadline. Replies that change the connection (close it, carry a
+   * segment) are left to the event loop. Never throws: a failed write marks the reply for the event
+   * loop to abandon.
    */
   private void sendDirect(int socketFd, Reply r) {
     if (r.closeOnly || r.closeAfter || r.newSegment != null || r.shmFd != null) {
@@ -434,27 +433,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     r.sendStartNanos = System.nanoTime();
     try {
-      if (r.fdsWithResponse
-          && !r.streams.isEmpty()
-          && r.bytesSent == 0
-          && r.bytes.length <= FdPassing.MAX_LEADING_BYTES) {
-        // One message: the client wakes once, for the response and the fds together.
-        int n = FdPassing.send(socketFd, r.fdNumbers(), r.bytes, r.dataByte);
-        if (n == FdPassing.WOULD_BLOCK) {
-          return; // the event loop sends it, the response then the fds
-        }
-        metrics.fdsPassed.add(r.fdCount());
-        r.passedNanos = System.nanoTime();
-        metrics.fdPhases(r, r.passedNanos);
-        r.closeOwnCopies();
-        if (n != r.bytes.length + 1) {
-          // A message this small is never split (one skb); if it were, the client could not
-          // tell the rest from a new reply: close, as for any failed send.
-          throw new IOException("sent " + n + " of " + (r.bytes.length + 1) + " bytes");
-        }
-        r.bytesSent = r.bytes.length;
-        return;
-      }
       while (r.bytesSent < r.bytes.length) {
         int n = FdPassing.write(socketFd, r.bytes, r.bytesSent, r.bytes.length - r.bytesSent);
         if (n == 0) {

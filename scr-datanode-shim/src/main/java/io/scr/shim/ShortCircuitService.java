@@ -1,6 +1,5 @@
 package io.scr.shim;
 
-import io.scr.core.protocol.ShortCircuitProtocol;
 import io.scr.shim.SegmentRegistry.BlockKey;
 import io.scr.shim.SegmentRegistry.ShimSegment;
 import io.scr.shim.SegmentRegistry.SlotRef;
@@ -267,7 +266,6 @@ final class ShortCircuitService {
                   : ShortCircuitFdResponse.DO_NOT_USE_RECEIPT_VERIFICATION_VALUE);
       r.awaitReceipt = receipt;
       r.onFailure = grant.undo;
-      r.fdsWithResponse = ShortCircuitProtocol.asksFdsWithResponse(req);
     }
     return r;
   }

@@ -60,12 +60,8 @@ public final class DomainConnection implements Closeable {
     return in;
   }
 
-  /**
-   * Writes one frame with one call and flushes. fds received before it (none on a healthy
-   * connection) no longer count for {@link #receiveFds}.
-   */
+  /** Writes one frame with one call and flushes. */
   public void send(byte[] frame) throws IOException {
-    socket.clearReceivedFileDescriptors();
     out.write(frame);
     out.flush();
   }
@@ -77,10 +73,7 @@ public final class DomainConnection implements Closeable {
   }
 
   /**
-   * Receives the one-byte message that carries {@code expected} fds ({@code SCM_RIGHTS}), or only
-   * its byte when the fds came earlier, with the response to the request {@link #send} sent (an scr
-   * shim attaches them to the response's first byte when asked: every read of this connection takes
-   * the fds it finds, and they are held until this call).
+   * Receives the one-byte message that carries {@code expected} fds ({@code SCM_RIGHTS}).
    *
    * @param fdsOut receives the fds, in the order the peer sent them; the caller owns and closes
    *     them (on failure none are left open)
@@ -89,6 +82,7 @@ public final class DomainConnection implements Closeable {
    * @throws ProtocolException if fewer or more than {@code expected} fds arrived
    */
   public int receiveFds(FileDescriptor[] fdsOut, int expected) throws IOException {
+    socket.clearReceivedFileDescriptors();
     int b = in.read();
     FileDescriptor[] fds = socket.getReceivedFileDescriptors();
     if (b < 0) {

@@ -27,7 +27,6 @@ import org.apache.hadoop.thirdparty.protobuf.CodedOutputStream;
 import org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException;
 import org.apache.hadoop.thirdparty.protobuf.MessageLite;
 import org.apache.hadoop.thirdparty.protobuf.Parser;
-import org.apache.hadoop.thirdparty.protobuf.UnknownFieldSet;
 
 /**
  * Encodes and decodes the three short-circuit operations of HDFS's DataTransferProtocol exactly as
@@ -102,38 +101,11 @@ public final class ShortCircuitProtocol {
    */
   public static byte[] encodeRequestFds(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, SlotId slot) {
-    return frame(OP_REQUEST_SHORT_CIRCUIT_FDS, requestFdsProto(block, token, slot, true));
-  }
-
-  /**
-   * A field of {@code OpRequestShortCircuitAccessProto} that stock Hadoop does not define, by which
-   * an scr client tells an scr shim that it may send the fds in the same message as the response
-   * (the response's bytes, then the data byte, the fds attached to the first byte): one wake-up of
-   * the client instead of two. scr's client reads every byte with a control buffer (junixsocket),
-   * so it takes the fds wherever they come; a stock client reads the response without one and would
-   * lose them, which is why the shim needs the request to ask. A stock DataNode keeps the field as
-   * an unknown one and ignores it (protobuf), and sends the fds after the response.
-   */
-  public static final int FDS_WITH_RESPONSE_FIELD = 8787;
-
-  private static final UnknownFieldSet FDS_WITH_RESPONSE =
-      UnknownFieldSet.newBuilder()
-          .addField(
-              FDS_WITH_RESPONSE_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(1).build())
-          .build();
-
-  /** Whether {@code request} carries {@link #FDS_WITH_RESPONSE_FIELD} (an scr client's op 87). */
-  public static boolean asksFdsWithResponse(OpRequestShortCircuitAccessProto request) {
-    UnknownFieldSet unknown = request.getUnknownFields();
-    return unknown.hasField(FDS_WITH_RESPONSE_FIELD)
-        && unknown.getField(FDS_WITH_RESPONSE_FIELD).getVarintList().contains(1L);
+    return frame(OP_REQUEST_SHORT_CIRCUIT_FDS, requestFdsProto(block, token, slot));
   }
 
   private static OpRequestShortCircuitAccessProto requestFdsProto(
-      ExtendedBlock block,
-      Token<BlockTokenIdentifier> token,
-      SlotId slot,
-      boolean fdsWithResponse) {
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, SlotId slot) {
     OpRequestShortCircuitAccessProto.Builder b =
         OpRequestShortCircuitAccessProto.newBuilder()
             .setHeader(
@@ -145,9 +117,6 @@ public final class ShortCircuitProtocol {
       b.setSlotId(toProto(slot));
     }
     b.setSupportsReceiptVerification(true);
-    if (fdsWithResponse) {
-      b.setUnknownFields(FDS_WITH_RESPONSE);
-    }
     return b.build();
   }
 
@@ -169,7 +138,7 @@ public final class ShortCircuitProtocol {
     body.write(EXT_BATCH_FDS);
     try {
       for (int i = 0; i < blocks.size(); i++) {
-        requestFdsProto(blocks.get(i), tokens.get(i), slots == null ? null : slots.get(i), false)
+        requestFdsProto(blocks.get(i), tokens.get(i), slots == null ? null : slots.get(i))
             .writeDelimitedTo(body);
       }
     } catch (IOException e) {
