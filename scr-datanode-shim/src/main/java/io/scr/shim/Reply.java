@@ -68,6 +68,15 @@ final class Reply {
   long builtNanos;
   long sendStartNanos;
 
+  /**
+   * When the request was decoded, or, for a reply built without a decoded request (a limit's
+   * refusal), when the reply was started: the start of the op latency the shim publishes, so that a
+   * wait for a worker counts (a request's time as its client sees it inside the shim).
+   */
+  long receivedNanos() {
+    return decodedNanos != 0 ? decodedNanos : startNanos;
+  }
+
   /** When the fds were passed (or the response sent, for a reply without fds); 0 until then. */
   long passedNanos;
 

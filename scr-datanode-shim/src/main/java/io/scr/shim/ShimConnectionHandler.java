@@ -483,7 +483,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       if (r.passedNanos != 0) {
         // The worker sent all of it before the connection closed: the request was answered, and
         // a receipt it asked for can no longer come (as if this loop had been awaiting it).
-        metrics.request(r.op, r.status, r.passedNanos - r.startNanos);
+        metrics.request(r.op, r.status, r.passedNanos - r.receivedNanos());
         if (r.awaitReceipt) {
           metrics.reject(ShimMetrics.Rejection.RECEIPT_MISSING);
           LOG.info(
@@ -673,7 +673,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     stopWriteTimer();
     // Until the client had its answer (fds passed), not until this event loop got round to it.
     long end = r.passedNanos != 0 ? r.passedNanos : System.nanoTime();
-    metrics.request(r.op, r.status, end - r.startNanos);
+    metrics.request(r.op, r.status, end - r.receivedNanos());
     if (!r.awaitReceipt) {
       r.done(r.status == org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS);
     }

@@ -132,6 +132,70 @@ class ShimReplyFromWorkerTest {
         counters.toString());
   }
 
+  /**
+   * The op latency the shim publishes ({@code RequestFdsLatency*}, "request decoded to reply sent")
+   * includes a wait for a worker: with one worker busy for 300 ms, a second connection's request
+   * waits behind it, and both requests took at least that long as their clients saw it.
+   */
+  @Test
+  void aRequestsLatencyIncludesItsWaitForAWorker() throws Exception {
+    FsDatasetSpi<?> dataset = replica(1, 2, 3, 4);
+    ShimMetrics metrics = new ShimMetrics();
+    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+    java.util.concurrent.atomic.AtomicInteger calls =
+        new java.util.concurrent.atomic.AtomicInteger();
+    CountDownLatch firstOnWorker = new CountDownLatch(1);
+    ShortCircuitService service =
+        TestServices.withoutTokens(
+            () -> {
+              if (calls.getAndIncrement() == 0) {
+                firstOnWorker.countDown();
+                try {
+                  Thread.sleep(300);
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              }
+              return dataset;
+            },
+            registry,
+            limits,
+            metrics);
+    Configuration conf = new Configuration(false);
+    conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false);
+    conf.setInt(ScrShimKeys.WORKER_THREADS.name(), 1);
+    Path socket = dir.resolve("dn-queue.sock");
+    ShimServer server =
+        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server.start();
+    try (RawPeer first = new RawPeer(socket.toString());
+        RawPeer second = new RawPeer(socket.toString())) {
+      first.sender.requestShortCircuitFds(BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
+      assertTrue(firstOnWorker.await(20, TimeUnit.SECONDS));
+      second.sender.requestShortCircuitFds(
+          BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
+      for (RawPeer peer : new RawPeer[] {first, second}) {
+        assertEquals(Status.SUCCESS, peer.readBlockOpResponse().getStatus());
+        FileInputStream[] fds = new FileInputStream[2];
+        peer.receiveFds(fds);
+        RawPeer.closeAll(fds);
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (metrics.requests(ShimMetrics.OpKind.REQUEST_FDS, Status.SUCCESS) < 2) {
+        assertTrue(System.nanoTime() - deadline < 0, "both requests counted");
+        Thread.sleep(10);
+      }
+    } finally {
+      server.close();
+    }
+    Map<String, Long> counters = metrics.snapshot();
+    // The smaller of the two is the second request's: it waited for the busy worker.
+    assertTrue(
+        counters.get("latency.request_fds.p50_us") >= 250_000,
+        "the queued request's latency includes its wait: " + counters);
+  }
+
   @Test
   void withTheKeyAnFdRequestIsServedOnTheEventLoopThatDecodedIt() throws Exception {
     FsDatasetSpi<?> dataset = replica(5, 6, 7, 8);
