@@ -139,6 +139,22 @@ public enum ShimMetric {
             + " from request decoded to reply sent (fds passed) since start (microseconds)");
   }
 
+  /**
+   * A gauge of one phase of granted op-87 requests ({@link ShimMetrics.FdPhase}): {@code
+   * RequestFdsPhase<Phase><P50|P99>Micros}.
+   */
+  static MetricsInfo fdPhase(ShimMetrics.FdPhase phase, String which) {
+    return Interns.info(
+        "RequestFdsPhase" + camel(phase.name()) + which + "Micros",
+        which
+            + " time of granted op 87 requests in phase '"
+            + phase.label
+            + "' (docs/shim.md), since start (microseconds)");
+  }
+
+  /** The statistics published per op-87 phase. */
+  static final List<String> PHASE_STATS = Collections.unmodifiableList(Arrays.asList("P50", "P99"));
+
   /** The latency statistics published per op. */
   static final List<String> LATENCY_STATS =
       Collections.unmodifiableList(Arrays.asList("P50", "P99", "Max"));
@@ -162,6 +178,11 @@ public enum ShimMetric {
       }
       for (String which : LATENCY_STATS) {
         out.add(latency(op, which).name());
+      }
+    }
+    for (ShimMetrics.FdPhase phase : ShimMetrics.FdPhase.values()) {
+      for (String which : PHASE_STATS) {
+        out.add(fdPhase(phase, which).name());
       }
     }
     for (ShimMetrics.Rejection r : ShimMetrics.Rejection.values()) {

@@ -117,6 +117,11 @@ final class ShimMetricsSource implements MetricsSource {
       rb.addGauge(ShimMetric.latency(op, "P99"), micros(l.p99Nanos));
       rb.addGauge(ShimMetric.latency(op, "Max"), micros(l.maxNanos));
     }
+    for (ShimMetrics.FdPhase phase : ShimMetrics.FdPhase.values()) {
+      ShimMetrics.Latency l = metrics.fdPhase(phase);
+      rb.addGauge(ShimMetric.fdPhase(phase, "P50"), micros(l.p50Nanos));
+      rb.addGauge(ShimMetric.fdPhase(phase, "P99"), micros(l.p99Nanos));
+    }
     long rejected = 0;
     for (ShimMetrics.Rejection r : ShimMetrics.Rejection.values()) {
       long n = metrics.rejections(r);

@@ -235,6 +235,11 @@ class ShimMetricsClusterTest {
         long p99 = after.get("RequestFdsLatencyP99Micros").longValue();
         long max = after.get("RequestFdsLatencyMaxMicros").longValue();
         assertTrue(p50 > 0 && p50 <= p99 && p99 <= max, p50 + " " + p99 + " " + max);
+        // Where the granted requests' time went: the files were opened, and the whole is at
+        // least that part.
+        long open = after.get("RequestFdsPhaseOpenP50Micros").longValue();
+        long total = after.get("RequestFdsPhaseTotalP50Micros").longValue();
+        assertTrue(open > 0 && open <= total, "open " + open + " total " + total);
         assertEquals(after.keySet(), new java.util.HashSet<>(ShimMetric.names()));
       }
     } finally {
