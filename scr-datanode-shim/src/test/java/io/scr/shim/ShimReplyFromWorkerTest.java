@@ -108,11 +108,7 @@ class ShimReplyFromWorkerTest {
       peer.receiveFds(fds);
       RawPeer.closeAll(fds);
       // Counted by the event loop once it has taken the reply back (after the client has it).
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      while (metrics.requests(ShimMetrics.OpKind.REQUEST_FDS, Status.SUCCESS) < 2) {
-        assertTrue(System.nanoTime() - deadline < 0, "both requests counted");
-        Thread.sleep(10);
-      }
+      awaitGrantedRequests(metrics, 2);
     } finally {
       releaseLoop.countDown();
       server[0].close();
@@ -151,11 +147,7 @@ class ShimReplyFromWorkerTest {
             () -> {
               if (calls.getAndIncrement() == 0) {
                 firstOnWorker.countDown();
-                try {
-                  Thread.sleep(300);
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                }
+                sleepQuietly(300);
               }
               return dataset;
             },
@@ -181,11 +173,7 @@ class ShimReplyFromWorkerTest {
         peer.receiveFds(fds);
         RawPeer.closeAll(fds);
       }
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (metrics.requests(ShimMetrics.OpKind.REQUEST_FDS, Status.SUCCESS) < 2) {
-        assertTrue(System.nanoTime() - deadline < 0, "both requests counted");
-        Thread.sleep(10);
-      }
+      awaitGrantedRequests(metrics, 2);
     } finally {
       server.close();
     }
@@ -305,11 +293,7 @@ class ShimReplyFromWorkerTest {
                 if (readStorage) { // a directory not in the kernel's caches on a slow disk
                   fromStorage.set(cold.readCold());
                 }
-                try {
-                  Thread.sleep(300);
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                }
+                sleepQuietly(300);
               }
               return dataset;
             },
@@ -339,5 +323,27 @@ class ShimReplyFromWorkerTest {
       server.close();
     }
     return fromStorage.get();
+  }
+
+  /** Sleeps in a dataset supplier (which cannot throw InterruptedException). */
+  private static void sleepQuietly(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * Waits until the shim counted {@code n} granted fd requests: the event loop books each once it
+   * has taken the reply back, after the client has it.
+   */
+  private static void awaitGrantedRequests(ShimMetrics metrics, long n)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (metrics.requests(ShimMetrics.OpKind.REQUEST_FDS, Status.SUCCESS) < n) {
+      assertTrue(System.nanoTime() - deadline < 0, n + " requests counted");
+      Thread.sleep(10);
+    }
   }
 }
