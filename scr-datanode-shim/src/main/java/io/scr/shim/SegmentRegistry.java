@@ -152,17 +152,7 @@ final class SegmentRegistry {
       ShimSegment seg, int index, BlockKey key, Replica replica, long gs, boolean anchorable)
       throws SlotRequestException {
     SlotRef ref;
-    List<SlotRef> dropped;
-    synchronized (seg) {
-      if (seg.closed) {
-        throw new SlotRequestException(noSuchSegment(seg.segment.id()));
-      }
-      dropped = truncated(seg) ? closeLocked(seg, false) : null;
-    }
-    if (dropped != null) {
-      dropTruncated(seg, dropped);
-      throw new SlotRequestException(noSuchSegment(seg.segment.id()) + " (it was truncated)");
-    }
+    requireOpen(seg);
     synchronized (seg) {
       if (seg.closed) {
         throw new SlotRequestException(noSuchSegment(seg.segment.id()));
@@ -198,11 +188,10 @@ final class SegmentRegistry {
   }
 
   /**
-   * Releases slot {@code index} of {@code seg} (RELEASE_SHORT_CIRCUIT_FDS, or a failed receipt):
-   * clears VALID and drops the registration.
+   * Throws unless {@code seg} is open; a segment whose file was truncated is closed (and its slots
+   * dropped) first. The caller then takes the segment's monitor and checks {@code closed} again.
    */
-  void unregister(ShimSegment seg, int index) throws SlotRequestException {
-    SlotRef ref;
+  private void requireOpen(ShimSegment seg) throws SlotRequestException {
     List<SlotRef> dropped;
     synchronized (seg) {
       if (seg.closed) {
@@ -214,6 +203,15 @@ final class SegmentRegistry {
       dropTruncated(seg, dropped);
       throw new SlotRequestException(noSuchSegment(seg.segment.id()) + " (it was truncated)");
     }
+  }
+
+  /**
+   * Releases slot {@code index} of {@code seg} (RELEASE_SHORT_CIRCUIT_FDS, or a failed receipt):
+   * clears VALID and drops the registration.
+   */
+  void unregister(ShimSegment seg, int index) throws SlotRequestException {
+    SlotRef ref;
+    requireOpen(seg);
     synchronized (seg) {
       if (seg.closed) {
         throw new SlotRequestException(noSuchSegment(seg.segment.id()));
