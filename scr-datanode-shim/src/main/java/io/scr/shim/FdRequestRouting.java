@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  * logged at DEBUG with their phases, and the loop keeps serving. Where the cause cannot be told
  * ({@link StallProbe.Cause#UNKNOWN}) a slow request moves them, as every slow one did before.
  *
- * <p>Each move is counted ({@link #movesToWorkers()}); the first is logged at INFO with the remedy,
- * later ones at DEBUG.
+ * <p>Each move is counted ({@code fd_requests_moved_to_workers}); the first is logged at INFO with
+ * the remedy, later ones at DEBUG.
  *
  * <p>Thread-safety: one instance per shim server, shared by every connection; {@link
  * #onEventLoop()}, {@link #startOnEventLoop()} and {@link #servedOnEventLoop} run on event loops.
@@ -109,13 +109,9 @@ final class FdRequestRouting {
 
   /**
    * An fd request served on this event loop took {@code nanos} to handle (files opened, answered)
-   * since {@link #startOnEventLoop}.
+   * since {@link #startOnEventLoop}; {@code r}'s phase marks (may be null) go into the log when it
+   * was slow.
    */
-  void servedOnEventLoop(long nanos) {
-    servedOnEventLoop(nanos, null);
-  }
-
-  /** As {@link #servedOnEventLoop(long)}; {@code r}'s phase marks go into the log when slow. */
   void servedOnEventLoop(long nanos, Reply r) {
     if (nanos <= maxNanos) {
       return;
@@ -134,8 +130,7 @@ final class FdRequestRouting {
       }
       return;
     }
-    long now = nanoClock.getAsLong();
-    workersUntil = now + backoffNanos;
+    workersUntil = nanoClock.getAsLong() + backoffNanos;
     held = true;
     moves.increment();
     String message =
@@ -172,15 +167,5 @@ final class FdRequestRouting {
         + " µs, register "
         + TimeUnit.NANOSECONDS.toMicros(r.builtNanos - r.openEndNanos)
         + " µs)";
-  }
-
-  /** How many slow fd requests did not move serving (their thread did not read from storage). */
-  long keptOnLoop() {
-    return kept.sum();
-  }
-
-  /** How many times slow fd requests moved serving to the workers. */
-  long movesToWorkers() {
-    return moves.sum();
   }
 }

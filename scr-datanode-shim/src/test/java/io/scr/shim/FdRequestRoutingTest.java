@@ -49,7 +49,7 @@ class FdRequestRoutingTest {
     FdRequestRouting r = routing(true);
     for (int i = 0; i < 100; i++) {
       assertTrue(r.onEventLoop());
-      r.servedOnEventLoop(5 * MS); // at the bound, not over it
+      r.servedOnEventLoop(5 * MS, null); // at the bound, not over it
       clock.addAndGet(MS);
     }
     assertEquals(0, moves.sum());
@@ -59,7 +59,7 @@ class FdRequestRoutingTest {
   void aRequestSlowOnTheDiskSendsTheOthersToTheWorkersForTheBackoffThenTheyReturn() {
     FdRequestRouting r = routing(true);
     r.startOnEventLoop();
-    r.servedOnEventLoop(5 * MS + 1);
+    r.servedOnEventLoop(5 * MS + 1, null);
     assertEquals(1, moves.sum());
     assertFalse(r.onEventLoop());
     clock.addAndGet(30_000 * MS - 1);
@@ -67,7 +67,7 @@ class FdRequestRoutingTest {
     clock.addAndGet(1);
     assertTrue(r.onEventLoop(), "the backoff is over");
     assertTrue(r.onEventLoop());
-    r.servedOnEventLoop(40 * MS);
+    r.servedOnEventLoop(40 * MS, null);
     assertEquals(2, moves.sum());
     assertFalse(r.onEventLoop());
     assertEquals(0, kept.sum());
@@ -82,13 +82,13 @@ class FdRequestRoutingTest {
     for (StallProbe.Cause c : notTheDisk) {
       cause = c;
       r.startOnEventLoop();
-      r.servedOnEventLoop(40 * MS);
+      r.servedOnEventLoop(40 * MS, null);
       assertTrue(r.onEventLoop(), "a loop thread that did not read storage (" + c + ") serves on");
     }
     assertEquals(0, moves.sum());
     assertEquals(4, kept.sum());
     cause = StallProbe.Cause.UNKNOWN; // a wait this host cannot explain: as if it were the disk
-    r.servedOnEventLoop(40 * MS);
+    r.servedOnEventLoop(40 * MS, null);
     assertFalse(r.onEventLoop());
     assertEquals(1, moves.sum());
   }
