@@ -35,6 +35,15 @@ class ShimReplyFromWorkerTest {
 
   @TempDir Path dir;
 
+  /** Each test's shim books (JUnit makes a new instance per test). */
+  private final ShimMetrics metrics = new ShimMetrics();
+
+  private final ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
+  private final SegmentRegistry registry = new SegmentRegistry(limits, metrics);
+
+  /** The threads that opened each request's files, in order (tests whose dataset records them). */
+  private final List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** A dataset holding {@link #BLOCK} with these 4 data bytes and a NULL-checksum meta file. */
   private FsDatasetSpi<?> replica(int... data) throws IOException {
     byte[] bytes = new byte[data.length];
@@ -50,9 +59,6 @@ class ShimReplyFromWorkerTest {
   @Test
   void theClientHasItsFdsWhileTheEventLoopIsHeldUpAndEveryPhaseIsTimed() throws Exception {
     FsDatasetSpi<?> dataset = replica(1, 2, 3, 4);
-    ShimMetrics metrics = new ShimMetrics();
-    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
-    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
     CountDownLatch loopHeld = new CountDownLatch(1);
     CountDownLatch releaseLoop = new CountDownLatch(1);
     ShimServer[] server = new ShimServer[1];
@@ -108,7 +114,7 @@ class ShimReplyFromWorkerTest {
       peer.receiveFds(fds);
       RawPeer.closeAll(fds);
       // Counted by the event loop once it has taken the reply back (after the client has it).
-      awaitGrantedRequests(metrics, 2);
+      awaitGrantedRequests(2);
     } finally {
       releaseLoop.countDown();
       server[0].close();
@@ -136,9 +142,6 @@ class ShimReplyFromWorkerTest {
   @Test
   void aRequestsLatencyIncludesItsWaitForAWorker() throws Exception {
     FsDatasetSpi<?> dataset = replica(1, 2, 3, 4);
-    ShimMetrics metrics = new ShimMetrics();
-    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
-    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
     java.util.concurrent.atomic.AtomicInteger calls =
         new java.util.concurrent.atomic.AtomicInteger();
     CountDownLatch firstOnWorker = new CountDownLatch(1);
@@ -173,7 +176,7 @@ class ShimReplyFromWorkerTest {
         peer.receiveFds(fds);
         RawPeer.closeAll(fds);
       }
-      awaitGrantedRequests(metrics, 2);
+      awaitGrantedRequests(2);
     } finally {
       server.close();
     }
@@ -187,10 +190,6 @@ class ShimReplyFromWorkerTest {
   @Test
   void withTheKeyAnFdRequestIsServedOnTheEventLoopThatDecodedIt() throws Exception {
     FsDatasetSpi<?> dataset = replica(5, 6, 7, 8);
-    ShimMetrics metrics = new ShimMetrics();
-    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
-    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
-    java.util.List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
     ShortCircuitService service =
         TestServices.withoutTokens(
             () -> {
@@ -239,8 +238,7 @@ class ShimReplyFromWorkerTest {
   @Test
   void anFdRequestSlowOnTheDiskOnTheEventLoopSendsTheNextOnesToTheWorkersForTheBackoff()
       throws Exception {
-    ShimMetrics metrics = new ShimMetrics();
-    long fromStorage = slowSecondRequest(true, metrics, openedOn);
+    long fromStorage = slowSecondRequest(true);
     assumeTrue(fromStorage > 0, "the test directory's file system reads no device: " + dir);
     // 1: on the loop; 2: on the loop, 300 ms (over 100) with a read from storage; 3: on a worker;
     // 4: back on the loop.
@@ -256,8 +254,7 @@ class ShimReplyFromWorkerTest {
   @Test
   void anFdRequestThatWaitedWithoutReadingStorageLeavesTheNextOnesOnTheEventLoop()
       throws Exception {
-    ShimMetrics metrics = new ShimMetrics();
-    slowSecondRequest(false, metrics, openedOn);
+    slowSecondRequest(false);
     // A lock held elsewhere (here: a sleep) holds up a worker as much as the loop: no move.
     assertEquals(4, openedOn.size(), openedOn.toString());
     for (String thread : openedOn) {
@@ -267,19 +264,14 @@ class ShimReplyFromWorkerTest {
     assertEquals(1L, metrics.snapshot().get("fd_requests_slow_kept_on_loop"));
   }
 
-  private final java.util.List<String> openedOn = new java.util.concurrent.CopyOnWriteArrayList<>();
-
   /**
    * Four fd requests on the event loop (slow above 100 ms, backoff 1.5 s); the second waits 300 ms,
    * after reading a file from storage if {@code readStorage}, and the fourth comes after the
    * backoff. Records each request's file-opening thread in {@code openedOn}; returns the bytes the
    * second read from storage.
    */
-  private long slowSecondRequest(boolean readStorage, ShimMetrics metrics, List<String> openedOn)
-      throws Exception {
+  private long slowSecondRequest(boolean readStorage) throws Exception {
     FsDatasetSpi<?> dataset = replica(9, 8, 7, 6);
-    ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
-    SegmentRegistry registry = new SegmentRegistry(limits, metrics);
     java.util.concurrent.atomic.AtomicInteger calls =
         new java.util.concurrent.atomic.AtomicInteger();
     ColdFile cold = new ColdFile(dir.resolve("cold"), 1 << 20);
@@ -338,8 +330,7 @@ class ShimReplyFromWorkerTest {
    * Waits until the shim counted {@code n} granted fd requests: the event loop books each once it
    * has taken the reply back, after the client has it.
    */
-  private static void awaitGrantedRequests(ShimMetrics metrics, long n)
-      throws InterruptedException {
+  private void awaitGrantedRequests(long n) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (metrics.requests(ShimMetrics.OpKind.REQUEST_FDS, Status.SUCCESS) < n) {
       assertTrue(System.nanoTime() - deadline < 0, n + " requests counted");
