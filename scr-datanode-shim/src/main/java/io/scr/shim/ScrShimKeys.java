@@ -110,9 +110,9 @@ public final class ScrShimKeys {
               + " getrusage) sends fd requests to the worker threads for"
               + " scr.shim.fd.requests.loop.backoff.ms, so that a slow disk does not stall the"
               + " loop's other connections; counted in fd_requests_moved_to_workers, the first move"
-              + " logged. A slow request that only waited for a lock, a garbage collection or a"
-              + " core, or computed, does not move them (a worker would wait as long):"
-              + " fd_requests_slow_kept_on_loop.");
+              + " logged. A slow request that only waited for a lock (up to 10 times this), a"
+              + " garbage collection or a core, or computed, does not move them (a worker would"
+              + " wait as long): fd_requests_slow_kept_on_loop.");
 
   /** How long fd requests stay on the workers after a slow one on an event loop. */
   public static final Key FD_REQUESTS_LOOP_BACKOFF_MS =

@@ -47,14 +47,16 @@ public enum ShimMetric {
       "FdRequestsMovedToWorkers",
       Kind.COUNTER,
       "events",
-      "Times a slow fd request on an event loop, whose thread read from storage, sent fd requests"
-          + " to the worker threads for scr.shim.fd.requests.loop.backoff.ms"),
+      "Times a slow fd request on an event loop, whose thread read from storage (or waited over 10"
+          + " times the bound), sent fd requests to the worker threads for"
+          + " scr.shim.fd.requests.loop.backoff.ms"),
   FD_REQUESTS_SLOW_KEPT_ON_LOOP(
       "FdRequestsSlowKeptOnLoop",
       Kind.COUNTER,
       "requests",
       "Fd requests slower than scr.shim.fd.requests.loop.max.ms on an event loop that did not move"
-          + " serving: the thread waited for a lock, a GC or a core, or computed"),
+          + " serving: the thread waited for a lock (up to 10 times the bound), a GC or a core, or"
+          + " computed"),
   SOCKET_PATH_CHECK_SKIPPED(
       "SocketPathCheckSkipped",
       Kind.GAUGE,

@@ -87,10 +87,18 @@ class FdRequestRoutingTest {
     }
     assertEquals(0, moves.sum());
     assertEquals(4, kept.sum());
+    cause = StallProbe.Cause.WAITED; // but a wait of over 10x the bound (a lock held that long)
+    r.servedOnEventLoop(50 * MS, null);
+    assertTrue(r.onEventLoop(), "10x the bound: still a lock a worker would wait for too");
+    r.servedOnEventLoop(50 * MS + 1, null);
+    assertFalse(r.onEventLoop(), "longer: the loop's other connections must not wait on it");
+    assertEquals(1, moves.sum());
+    clock.addAndGet(30_000 * MS);
+    assertTrue(r.onEventLoop());
     cause = StallProbe.Cause.UNKNOWN; // a wait this host cannot explain: as if it were the disk
     r.servedOnEventLoop(40 * MS, null);
     assertFalse(r.onEventLoop());
-    assertEquals(1, moves.sum());
+    assertEquals(2, moves.sum());
   }
 
   @Test
