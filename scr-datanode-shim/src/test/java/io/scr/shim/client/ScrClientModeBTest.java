@@ -182,6 +182,10 @@ class ScrClientModeBTest {
     List<String> leaks = new ArrayList<>(before.leakedSince(Duration.ofSeconds(10)));
     String self = "/proc/" + ProcessHandle.current().pid() + "/fd";
     leaks.removeIf(l -> l.endsWith(self));
+    // The shim's threads are the DataNode's, not the client's: its workers start on demand (a
+    // release or segment request, or an fd request moved off a slow event loop) and idle out only
+    // after 30 s. A worker started during this test left it failing on a loaded CI host.
+    leaks.removeIf(l -> l.startsWith("thread 'scr-shim-"));
     assertTrue(leaks.isEmpty(), "ScrClient.close() left " + leaks);
   }
 
