@@ -158,6 +158,8 @@ public final class MiniDfs implements AutoCloseable {
     Configuration c = baseConf(id);
     c.setBoolean("dfs.client.read.shortcircuit", true);
     c.set("dfs.domain.socket.path", socketDir.resolve("dn._PORT.sock").toString());
+    // Sees every DataNode, restarted ones too, so close() can mend a stock watcher's leak.
+    c.set("dfs.datanode.plugins", StockDataNodeWatchers.class.getName());
     for (Consumer<Configuration> customizer : spec.customizers) {
       customizer.accept(c); // customizers win over the mode's defaults
     }
@@ -363,6 +365,9 @@ public final class MiniDfs implements AutoCloseable {
     closeShortCircuitCaches();
     if (cluster != null) {
       cluster.shutdown(true);
+      if (spec.mode == DataNodeMode.STOCK_SCR) {
+        StockDataNodeWatchers.closeLeaked(conf);
+      }
       if (LIVE_CLUSTERS.decrementAndGet() == 0) {
         stopOrphanedCommandProcessors();
       }

@@ -27,10 +27,10 @@ public final class MiniDfsExtension
    * How long resources may take to wind down after the cluster shut down (threads ending, Netty's
    * graceful shutdown). 60 s. A socket that only the garbage collector closes passes a long wait,
    * so a long wait hides leaks: one such socket was the segment connection of a first prefetch
-   * batch (ShimPrefetchBatchTest waited up to 43 s; fixed in session 7), and at 30 s the final CI
-   * of session 7 still failed StockScrFaultTest on one client-side connected unix socket (it had
-   * waited 0-15 s in earlier runs, and two local reruns did not reproduce it). Until that one is
-   * found the patience stays at 60 s; a resource never released still fails the check.
+   * batch (ShimPrefetchBatchTest waited up to 43 s; fixed in session 7). The one that failed
+   * StockScrFaultTest in session 7's CI at 30 s was never going to close: a stock DataNode's
+   * watcher socket, left open when its thread died during a restart, now closed by {@link
+   * StockDataNodeWatchers}. A resource never released fails the check whatever the patience.
    */
   private static final Duration RELEASE_PATIENCE = Duration.ofSeconds(60);
 

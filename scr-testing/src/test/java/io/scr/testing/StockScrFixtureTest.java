@@ -29,5 +29,8 @@ class StockScrFixtureTest extends AbstractFixtureTest {
     String socket = dfs().socketPath(0);
     assertTrue(socket.startsWith(dfs().socketDir().toString()), socket);
     assertTrue(Files.exists(Paths.get(socket)), "DataNode socket missing: " + socket);
+    assertTrue(
+        StockDataNodeWatchers.tracks(dfs().cluster().getDataNodes().get(0)),
+        "the DataNode should have loaded the watcher audit plugin");
   }
 }
