@@ -152,12 +152,14 @@ public final class ReplicaFiles implements Closeable {
       UninterruptibleChannels.apply(data);
       UninterruptibleChannels.apply(meta);
       // One pread reads the header and, for a small meta file, every checksum: one byte more than
-      // the copy limit tells a small file (a short read is the end of file) from a large one.
+      // the copy limit tells a small file from a large one. The data file's length says how long
+      // the meta file is, so a read that returned all of it is the last: asking again only to be
+      // told "end of file" was a second pread on every open.
       ByteBuffer head = ByteBuffer.allocate(HEAP_SUMS_MAX_BYTES + 1);
-      int metaRead = readFully(meta, head);
-      head.flip();
-      MetaHeader header = MetaHeader.parse(head);
+      readUntil(meta, head, MetaHeader.HEADER_BYTES);
+      MetaHeader header = MetaHeader.parse(ByteBuffer.wrap(head.array(), 0, head.position()));
       long dataLength = data.size();
+      int metaRead = readUntil(meta, head, metaLength(header, dataLength));
       ByteBuffer sums = null;
       if (sumsInMemory && header.type() != MetaHeader.TYPE_NULL) {
         if (metaRead <= HEAP_SUMS_MAX_BYTES) {
@@ -184,14 +186,23 @@ public final class ReplicaFiles implements Closeable {
     }
   }
 
-  /** Reads from offset 0 until {@code buf} is full or the file ends; returns the bytes read. */
-  private static int readFully(FileChannel ch, ByteBuffer buf) throws IOException {
-    while (buf.hasRemaining()) {
+  /**
+   * Reads on from {@code buf}'s position (its file offset) until it holds {@code target} bytes, is
+   * full or the file ends; returns the bytes it holds.
+   */
+  private static int readUntil(FileChannel ch, ByteBuffer buf, long target) throws IOException {
+    while (buf.position() < target && buf.hasRemaining()) {
       if (ch.read(buf, buf.position()) < 0) {
         break;
       }
     }
     return buf.position();
+  }
+
+  /** The length of a complete meta file for {@code dataLength} bytes of data. */
+  private static long metaLength(MetaHeader header, long dataLength) {
+    long chunks = (dataLength + header.bytesPerChecksum() - 1) / header.bytesPerChecksum();
+    return header.checksumOffset(chunks);
   }
 
   /** The block data channel. */

@@ -82,6 +82,143 @@ class ReplicaFilesChecksumsTest {
     }
   }
 
+  /** A meta channel that counts its positional reads. */
+  private static final class CountingChannel extends FileChannel {
+    final FileChannel in;
+    int preads;
+
+    CountingChannel(FileChannel in) {
+      this.in = in;
+    }
+
+    @Override
+    public int read(ByteBuffer dst, long position) throws IOException {
+      preads++;
+      return in.read(dst, position);
+    }
+
+    @Override
+    public int read(ByteBuffer dst) throws IOException {
+      return in.read(dst);
+    }
+
+    @Override
+    public long read(ByteBuffer[] dsts, int offset, int length) throws IOException {
+      return in.read(dsts, offset, length);
+    }
+
+    @Override
+    public int write(ByteBuffer src) throws IOException {
+      return in.write(src);
+    }
+
+    @Override
+    public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
+      return in.write(srcs, offset, length);
+    }
+
+    @Override
+    public int write(ByteBuffer src, long position) throws IOException {
+      return in.write(src, position);
+    }
+
+    @Override
+    public long position() throws IOException {
+      return in.position();
+    }
+
+    @Override
+    public FileChannel position(long newPosition) throws IOException {
+      in.position(newPosition);
+      return this;
+    }
+
+    @Override
+    public long size() throws IOException {
+      return in.size();
+    }
+
+    @Override
+    public FileChannel truncate(long size) throws IOException {
+      in.truncate(size);
+      return this;
+    }
+
+    @Override
+    public void force(boolean metaData) throws IOException {
+      in.force(metaData);
+    }
+
+    @Override
+    public long transferTo(long position, long count, java.nio.channels.WritableByteChannel t)
+        throws IOException {
+      return in.transferTo(position, count, t);
+    }
+
+    @Override
+    public long transferFrom(java.nio.channels.ReadableByteChannel src, long position, long count)
+        throws IOException {
+      return in.transferFrom(src, position, count);
+    }
+
+    @Override
+    public java.nio.MappedByteBuffer map(MapMode mode, long position, long size)
+        throws IOException {
+      return in.map(mode, position, size);
+    }
+
+    @Override
+    public java.nio.channels.FileLock lock(long position, long size, boolean shared)
+        throws IOException {
+      return in.lock(position, size, shared);
+    }
+
+    @Override
+    public java.nio.channels.FileLock tryLock(long position, long size, boolean shared)
+        throws IOException {
+      return in.tryLock(position, size, shared);
+    }
+
+    @Override
+    protected void implCloseChannel() throws IOException {
+      in.close();
+    }
+  }
+
+  @Test
+  void aSmallMetaFileIsReadWithOnePread() throws IOException {
+    byte[] data = random(8 << 10);
+    Path dir = write(data);
+    CountingChannel meta = new CountingChannel(FileChannel.open(dir.resolve("blk.meta")));
+    try (ReplicaFiles f =
+        ReplicaFiles.open(FileChannel.open(dir.resolve("blk")), meta, "BP-1:blk_9_1")) {
+      assertEquals(1, meta.preads, "the one pread returned the whole meta file");
+      byte[] got = new byte[data.length];
+      readFully(new LocalBlockReader(4096), f, 0, got);
+      assertArrayEquals(data, got);
+    }
+  }
+
+  @Test
+  void aTruncatedMetaFileIsReadToItsEndAndItsMissingChecksumsFailReads() throws IOException {
+    byte[] data = random(8 << 10);
+    Path dir = write(data);
+    Path metaFile = dir.resolve("blk.meta");
+    byte[] meta = Files.readAllBytes(metaFile);
+    Files.write(metaFile, Arrays.copyOf(meta, metaBytes(8))); // half the chunks' checksums
+    CountingChannel counting = new CountingChannel(FileChannel.open(metaFile));
+    try (ReplicaFiles f =
+        ReplicaFiles.open(FileChannel.open(dir.resolve("blk")), counting, "BP-1:blk_9_1")) {
+      assertEquals(2, counting.preads, "read on until the end of the short file");
+      byte[] first = new byte[8 * BPC];
+      readFully(new LocalBlockReader(4096), f, 0, first);
+      assertArrayEquals(Arrays.copyOf(data, first.length), first);
+      assertThrows(
+          IOException.class,
+          () -> new LocalBlockReader(4096).read(f, 12 * BPC, new byte[BPC], 0, BPC, true, "/f"));
+    }
+  }
+
   @Test
   void aSmallMetaFileIsCopiedNotMappedAndStillVerifiesReads() throws Exception {
     // 1022 chunks: a meta file of 4095 bytes, the largest CRC32C one under the limit.
