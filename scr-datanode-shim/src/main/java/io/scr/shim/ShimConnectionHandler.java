@@ -22,9 +22,8 @@ import org.slf4j.LoggerFactory;
  * short][op][varint length][protobuf]}), hands each request to a worker, sends the reply and its
  * fds, and tracks what the connection is for.
  *
- * <p>States: READY (decode the next frame), BUSY (one request in flight; what arrives meanwhile
- * waits in the cumulation buffer, and reading pauses once that holds more than one largest request,
- * so a client cannot queue unbounded input), AWAIT_RECEIPT (the next byte is the receipt for passed
+ * <p>States: READY (decode the next frame), BUSY (one request in flight; reading paused, so a
+ * client cannot queue unbounded input), AWAIT_RECEIPT (the next byte is the receipt for passed
  * fds), SHM (the connection carries a segment: any byte or EOF frees it, stock semantics).
  *
  * <p>Concurrency: every field is confined to the channel's event loop; workers only build a {@link
@@ -59,10 +58,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final ShimMetrics metrics;
   private final Executor workers;
   private final int maxRequestBytes;
-
-  /** Reading paused because input piled up while BUSY (see {@link #pauseReading}). */
-  private boolean readPaused;
-
   private final long receiptTimeoutMs;
   private final long writeTimeoutMs;
   private final long requestTimeoutMs;
@@ -242,10 +237,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     while (in.isReadable()) {
       switch (state) {
         case BUSY:
-          if (!readPaused && in.readableBytes() > maxRequestBytes) {
-            pauseReading(ctx);
-          }
-          return;
         case CLOSED:
           return;
         case SHM:
@@ -336,16 +327,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     close(ctx);
   }
 
-  /**
-   * Stops reading until the request in flight is answered. Only when input piles up: pausing and
-   * resuming for every request cost two {@code epoll_ctl} calls per fd request on the event loop,
-   * while a well-behaved client sends nothing but its receipt byte before its reply is out.
-   */
-  private void pauseReading(ChannelHandlerContext ctx) {
-    readPaused = true;
-    ctx.channel().config().setAutoRead(false);
-  }
-
   private void close(ChannelHandlerContext ctx) {
     if (state != State.CLOSED) {
       state = State.CLOSED;
@@ -356,6 +337,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private void dispatch(ChannelHandlerContext ctx, int op, byte[] body) {
     stopRequestTimer();
     state = State.BUSY;
+    ctx.channel().config().setAutoRead(false);
     if (overLimit != null) {
       send(ctx, service.limitReply(op, overLimit));
       return;
@@ -720,10 +702,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     } else {
       state = State.READY;
     }
-    if (readPaused) {
-      readPaused = false;
-      ctx.channel().config().setAutoRead(true);
-    }
+    ctx.channel().config().setAutoRead(true);
     // Bytes that arrived while busy are still in the cumulation buffer: decode them now.
     try {
       channelRead(ctx, Unpooled.EMPTY_BUFFER);
