@@ -23,6 +23,12 @@ import org.newsclub.net.unix.FileDescriptorCast;
  * DomainSocketPool}. {@link #close()} is idempotent and may be called from any thread (it wakes a
  * blocked reader).
  *
+ * <p>Reads are buffered: one {@code recvmsg} takes whatever the peer has queued (up to {@value
+ * #READ_AHEAD_BYTES} bytes), so a reply and the byte carrying its fds, sent back to back, usually
+ * arrive in one call instead of three (the length, the body, the fds). The peer sends nothing an
+ * exchange did not ask for, so an exchange ends with the buffer empty; a connection that has bytes
+ * left over is not reused.
+ *
  * <p>fd ownership: {@link #receiveFds} hands the received fds to the caller, who must close them;
  * they are the caller's alone (duplicates detached from the socket), so closing this connection
  * never closes them.
@@ -31,9 +37,20 @@ public final class DomainConnection implements Closeable {
   /** Room for {@code MAX_PASSED_FDS} (16) fds in one control message. */
   private static final int ANCILLARY_BUFFER_BYTES = 512;
 
+  /**
+   * Read-ahead buffer: larger than a short-circuit reply (a few dozen bytes) and than a batch of
+   * them; a longer message is read in several calls.
+   */
+  static final int READ_AHEAD_BYTES = 1024;
+
   private final String path;
   private final AFUNIXSocket socket;
-  private final InputStream in;
+  private final InputStream socketIn;
+  private final InputStream in = new ReadAhead();
+  private final byte[] readAhead = new byte[READ_AHEAD_BYTES];
+  private int readPos;
+  private int readLimit;
+  private long socketReads;
   private final OutputStream out;
   private final long createdNanos;
   private volatile long lastUsedNanos;
@@ -44,7 +61,7 @@ public final class DomainConnection implements Closeable {
     this.path = path;
     this.socket = socket;
     socket.setAncillaryReceiveBufferSize(ANCILLARY_BUFFER_BYTES);
-    this.in = socket.getInputStream();
+    this.socketIn = socket.getInputStream();
     this.out = socket.getOutputStream();
     this.createdNanos = nowNanos;
     this.lastUsedNanos = nowNanos;
@@ -55,13 +72,26 @@ public final class DomainConnection implements Closeable {
     return path;
   }
 
-  /** The unbuffered input stream; read exactly what the protocol defines, never ahead. */
+  /** The input stream (buffered; see the class comment). */
   public InputStream in() {
     return in;
   }
 
-  /** Writes one frame with one call and flushes. */
+  /**
+   * Writes one frame with one call and flushes; starts an exchange, so fds or bytes left from an
+   * earlier one would be a broken peer's.
+   *
+   * @throws ProtocolException if bytes of an earlier reply are still unread
+   */
   public void send(byte[] frame) throws IOException {
+    if (readPos != readLimit) {
+      reusable = false;
+      throw new ProtocolException(
+          (readLimit - readPos)
+              + " unexpected bytes from the DataNode at "
+              + path
+              + " before a request; closing the connection");
+    }
     out.write(frame);
     out.flush();
   }
@@ -82,7 +112,8 @@ public final class DomainConnection implements Closeable {
    * @throws ProtocolException if fewer or more than {@code expected} fds arrived
    */
   public int receiveFds(FileDescriptor[] fdsOut, int expected) throws IOException {
-    socket.clearReceivedFileDescriptors();
+    // The fds arrive with their byte, possibly in the read that took the reply before it: they
+    // wait in the socket's list until taken here (every exchange takes or refuses its own).
     int b = in.read();
     FileDescriptor[] fds = socket.getReceivedFileDescriptors();
     if (b < 0) {
@@ -145,7 +176,54 @@ public final class DomainConnection implements Closeable {
   }
 
   boolean isReusable() {
-    return reusable && !socket.isClosed();
+    return reusable && readPos == readLimit && !socket.isClosed();
+  }
+
+  /** Reads from the socket so far (each one {@code recvmsg}); for tests. */
+  long socketReads() {
+    return socketReads;
+  }
+
+  /** Refills the empty read-ahead buffer with one read; false at the end of the stream. */
+  private boolean fill() throws IOException {
+    int n = socketIn.read(readAhead, 0, readAhead.length);
+    socketReads++;
+    if (n <= 0) {
+      return false;
+    }
+    readPos = 0;
+    readLimit = n;
+    return true;
+  }
+
+  /** The connection's input: the read-ahead buffer, refilled by one socket read when empty. */
+  private final class ReadAhead extends InputStream {
+    @Override
+    public int read() throws IOException {
+      if (readPos == readLimit && !fill()) {
+        return -1;
+      }
+      return readAhead[readPos++] & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      if (len == 0) {
+        return 0;
+      }
+      if (readPos == readLimit && !fill()) {
+        return -1;
+      }
+      int n = Math.min(len, readLimit - readPos);
+      System.arraycopy(readAhead, readPos, b, off, n);
+      readPos += n;
+      return n;
+    }
+
+    @Override
+    public int available() {
+      return readLimit - readPos;
+    }
   }
 
   boolean isPooled() {

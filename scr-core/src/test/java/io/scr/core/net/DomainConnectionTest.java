@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.protocol.ProtocolException;
+import io.scr.core.protocol.ShortCircuitProtocol;
 import java.io.File;
 import java.io.FileDescriptor;
 import java.io.FileInputStream;
@@ -17,10 +18,13 @@ import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -97,6 +101,83 @@ class DomainConnectionTest {
       }
       return new String(b.array(), 0, b.position(), StandardCharsets.UTF_8);
     }
+  }
+
+  /**
+   * The peer accepts one connection, writes a SUCCESS reply, then (with {@code fdFiles}) one byte
+   * carrying their fds and then {@code extra} bytes, all before {@code written} counts down.
+   */
+  private Future<?> replyThenFds(CountDownLatch written, byte[] extra, File... fdFiles) {
+    return peer.submit(
+        () -> {
+          try (AFUNIXSocket s = server.accept();
+              InputStream in = s.getInputStream();
+              OutputStream out = s.getOutputStream()) {
+            BlockOpResponseProto.newBuilder()
+                .setStatus(Status.SUCCESS)
+                .setMessage("ok")
+                .build()
+                .writeDelimitedTo(out);
+            out.flush();
+            if (fdFiles.length > 0) {
+              FileInputStream[] streams = new FileInputStream[fdFiles.length];
+              FileDescriptor[] fds = new FileDescriptor[fdFiles.length];
+              for (int i = 0; i < fdFiles.length; i++) {
+                streams[i] = new FileInputStream(fdFiles[i]);
+                fds[i] = streams[i].getFD();
+              }
+              s.setOutboundFileDescriptors(fds);
+              out.write(1);
+              out.flush();
+              for (FileInputStream f : streams) {
+                f.close();
+              }
+            }
+            out.write(extra);
+            out.flush();
+            written.countDown();
+            in.read(); // until the client closes
+          }
+          return null;
+        });
+  }
+
+  @Test
+  void aReplyAndItsFdsQueuedTogetherAreReadWithOneRecvmsg() throws Exception {
+    File data = file("blk_7", "block seven");
+    File meta = file("blk_7_1.meta", "sums");
+    CountDownLatch written = new CountDownLatch(1);
+    Future<?> sent = replyThenFds(written, new byte[0], data, meta);
+    FileDescriptor[] fds = new FileDescriptor[2];
+    try (DomainConnection c = connect()) {
+      assertTrue(written.await(10, TimeUnit.SECONDS));
+      BlockOpResponseProto reply =
+          ShortCircuitProtocol.readDelimited(c.in(), BlockOpResponseProto.parser());
+      assertEquals("ok", reply.getMessage());
+      assertEquals(1, c.receiveFds(fds, 2));
+      assertEquals(1, c.socketReads(), "the reply and the fds' byte in one read (three before)");
+      assertTrue(c.isReusable(), "nothing left over");
+    }
+    sent.get(10, TimeUnit.SECONDS);
+    assertEquals("block seven", readAll(fds[0]));
+    assertEquals("sums", readAll(fds[1]));
+    for (FileDescriptor fd : fds) {
+      new FileInputStream(fd).close();
+    }
+  }
+
+  @Test
+  void bytesLeftAfterAnExchangeMakeTheConnectionUnfitForTheNext() throws Exception {
+    CountDownLatch written = new CountDownLatch(1);
+    Future<?> sent = replyThenFds(written, new byte[] {42});
+    try (DomainConnection c = connect()) {
+      assertTrue(written.await(10, TimeUnit.SECONDS));
+      ShortCircuitProtocol.readDelimited(c.in(), BlockOpResponseProto.parser());
+      assertFalse(c.isReusable(), "an unexpected byte is waiting");
+      ProtocolException e = assertThrows(ProtocolException.class, () -> c.send(new byte[] {0}));
+      assertTrue(e.getMessage().contains("1 unexpected bytes"), e.getMessage());
+    }
+    sent.get(10, TimeUnit.SECONDS);
   }
 
   @Test
