@@ -55,6 +55,23 @@ class DomainConnectionTest {
     server.close();
   }
 
+  /** Sends one byte carrying {@code files}' fds on {@code s}, then closes the sender's copies. */
+  private static void passFds(AFUNIXSocket s, OutputStream out, byte dataByte, File... files)
+      throws java.io.IOException {
+    FileDescriptor[] fds = new FileDescriptor[files.length];
+    FileInputStream[] streams = new FileInputStream[files.length];
+    for (int i = 0; i < files.length; i++) {
+      streams[i] = new FileInputStream(files[i]);
+      fds[i] = streams[i].getFD();
+    }
+    s.setOutboundFileDescriptors(fds);
+    out.write(dataByte);
+    out.flush();
+    for (FileInputStream f : streams) {
+      f.close(); // as the DataNode does: its copies go, ours stay
+    }
+  }
+
   /** The peer accepts one connection and sends one byte carrying {@code files}' fds. */
   private Future<?> sendFds(byte dataByte, File... files) {
     return peer.submit(
@@ -62,18 +79,7 @@ class DomainConnectionTest {
           try (AFUNIXSocket s = server.accept();
               InputStream in = s.getInputStream();
               OutputStream out = s.getOutputStream()) {
-            FileDescriptor[] fds = new FileDescriptor[files.length];
-            FileInputStream[] streams = new FileInputStream[files.length];
-            for (int i = 0; i < files.length; i++) {
-              streams[i] = new FileInputStream(files[i]);
-              fds[i] = streams[i].getFD();
-            }
-            s.setOutboundFileDescriptors(fds);
-            out.write(dataByte);
-            out.flush();
-            for (FileInputStream f : streams) {
-              f.close(); // as the DataNode does: its copies go, ours stay
-            }
+            passFds(s, out, dataByte, files);
             in.read(); // until the client closes
           }
           return null;
@@ -120,18 +126,7 @@ class DomainConnectionTest {
                 .writeDelimitedTo(out);
             out.flush();
             if (fdFiles.length > 0) {
-              FileInputStream[] streams = new FileInputStream[fdFiles.length];
-              FileDescriptor[] fds = new FileDescriptor[fdFiles.length];
-              for (int i = 0; i < fdFiles.length; i++) {
-                streams[i] = new FileInputStream(fdFiles[i]);
-                fds[i] = streams[i].getFD();
-              }
-              s.setOutboundFileDescriptors(fds);
-              out.write(1);
-              out.flush();
-              for (FileInputStream f : streams) {
-                f.close();
-              }
+              passFds(s, out, (byte) 1, fdFiles);
             }
             out.write(extra);
             out.flush();
