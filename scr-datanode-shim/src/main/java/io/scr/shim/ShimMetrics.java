@@ -87,7 +87,8 @@ final class ShimMetrics {
     MAX_CONNECTIONS,
     REQUEST_TIMEOUT,
     PENDING_FDS,
-    PENDING_REPLY_BYTES
+    PENDING_REPLY_BYTES,
+    PENDING_INPUT
   }
 
   private static final int STATUSES = 16;

@@ -15,6 +15,7 @@ import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
@@ -96,12 +97,13 @@ class ShimWriteDeadlineTest {
         new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
     server.start();
     try (SocketChannel stuck = connect(socket)) {
-      // Pipelined HELLOs that it never reads: ~50-byte replies fill the socket buffer after a few
-      // thousand, and the next reply cannot be written.
+      // Pipelined HELLOs that it never reads: the replies fill the socket buffer after a few
+      // hundred, and the next reply cannot be written. 100 KB in all, less than the 128 KiB a
+      // connection may send while served (more is closed at once: the next test).
       Thread flooder =
           new Thread(
               () -> {
-                ByteBuffer many = ByteBuffer.allocate(HELLO.length * 100_000);
+                ByteBuffer many = ByteBuffer.allocate(HELLO.length * 20_000);
                 while (many.hasRemaining()) {
                   many.put(HELLO);
                 }
@@ -133,7 +135,7 @@ class ShimWriteDeadlineTest {
       } catch (java.net.SocketException reset) {
         assertTrue(String.valueOf(reset.getMessage()).contains("reset"), "not a reset: " + reset);
       }
-      assertTrue(replies < 100_000, "not every reply was written: " + replies);
+      assertTrue(replies < 20_000, "not every reply was written: " + replies);
       flooder.join(TimeUnit.SECONDS.toMillis(60));
 
       try (SocketChannel other = connect(socket)) {
@@ -142,6 +144,62 @@ class ShimWriteDeadlineTest {
             BlockOpResponseProto.parseDelimitedFrom(Channels.newInputStream(other));
         assertEquals(Status.SUCCESS, hello.getStatus(), "another client is served");
       }
+    } finally {
+      server.close();
+    }
+  }
+
+  @Test
+  void aClientThatSendsWithoutReadingItsRepliesCannotFillTheDataNodesHeap(@TempDir Path dir)
+      throws Exception {
+    Configuration conf = new Configuration(false);
+    conf.set(ScrShimKeys.WRITE_TIMEOUT_MS.name(), "60000"); // the deadline must not be what acts
+    Path socket = dir.resolve("dn.sock");
+    ShimServer server =
+        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server.start();
+    int hellos = 2_000_000; // 10 MB of requests
+    AtomicLong taken = new AtomicLong();
+    try (SocketChannel flooding = connect(socket)) {
+      Thread flooder =
+          new Thread(
+              () -> {
+                ByteBuffer many = ByteBuffer.allocate(HELLO.length * hellos);
+                while (many.hasRemaining()) {
+                  many.put(HELLO);
+                }
+                many.flip();
+                try {
+                  while (many.hasRemaining()) {
+                    taken.addAndGet(flooding.write(many));
+                  }
+                } catch (IOException closedByTheShim) {
+                  // expected: the shim closes the connection
+                }
+              },
+              "flooding-client");
+      flooder.setDaemon(true);
+      flooder.start();
+      poll(
+          "the shim closes the client that sends without reading",
+          () -> metrics.rejections(ShimMetrics.Rejection.PENDING_INPUT) == 1);
+      poll("the connection is gone", () -> metrics.liveConnections.sum() == 0);
+      flooder.join(TimeUnit.SECONDS.toMillis(60));
+      assertEquals(0, metrics.rejections(ShimMetrics.Rejection.WRITE_TIMEOUT));
+      // Answered until its replies filled the socket (a few hundred), then closed once 128 KiB
+      // (2 x scr.shim.max.request.bytes) waited: before, the shim read on until the write
+      // deadline, 4 to 20 MB in 1 s.
+      assertTrue(
+          metrics.requests(ShimMetrics.OpKind.EXT_HELLO, Status.SUCCESS) < 10_000,
+          "answered while the client read nothing");
+      long total = (long) HELLO.length * hellos;
+      assertTrue(
+          taken.get() < total / 2,
+          "the shim went on reading a client whose reply was pending: "
+              + taken.get()
+              + " of "
+              + total
+              + " bytes taken");
     } finally {
       server.close();
     }
