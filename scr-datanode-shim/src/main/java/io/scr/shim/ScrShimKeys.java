@@ -138,7 +138,9 @@ public final class ScrShimKeys {
           "scr.shim.max.request.bytes",
           Type.INT,
           "65536",
-          "Largest protobuf request body accepted; a larger length prefix closes the connection.");
+          "Largest protobuf request body accepted; a larger length prefix closes the connection."
+              + " A connection that sends more than twice this while its request is served is"
+              + " closed too (a client sending without reading its replies).");
 
   /** How long to wait for the client's receipt byte after passing fds. */
   public static final Key RECEIPT_TIMEOUT_MS =
