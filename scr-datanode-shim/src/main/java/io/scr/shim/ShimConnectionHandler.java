@@ -22,9 +22,10 @@ import org.slf4j.LoggerFactory;
  * short][op][varint length][protobuf]}), hands each request to a worker, sends the reply and its
  * fds, and tracks what the connection is for.
  *
- * <p>States: READY (decode the next frame), BUSY (one request in flight; reading paused, so a
- * client cannot queue unbounded input), AWAIT_RECEIPT (the next byte is the receipt for passed
- * fds), SHM (the connection carries a segment: any byte or EOF frees it, stock semantics).
+ * <p>States: READY (decode the next frame), BUSY (one request in flight; what arrives meanwhile
+ * waits in the cumulation buffer, and more than twice the largest request closes the connection),
+ * AWAIT_RECEIPT (the next byte is the receipt for passed fds), SHM (the connection carries a
+ * segment: any byte or EOF frees it, stock semantics).
  *
  * <p>Concurrency: every field is confined to the channel's event loop; workers only build a {@link
  * Reply}, may send it themselves on their own duplicate of the socket fd (never through the
@@ -248,9 +249,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       switch (state) {
         case BUSY:
           if (in.readableBytes() > pendingInputLimit) {
-            // Reading is paused while BUSY, yet netty's epoll transport went on delivering
-            // reads (4 to 20 MB in the 1 s of ShimWriteDeadlineTest): the limit, not the pause,
-            // is what bounds this DataNode's heap against a client that sends without reading.
+            // This limit is what bounds this DataNode's heap against a client that sends without
+            // reading. Pausing reads while BUSY did not (netty's epoll transport went on reading:
+            // 4 to 20 MB in the 1 s of ShimWriteDeadlineTest) and cost two epoll_ctl per request.
             PENDING_INPUT.warn(
                 LOG,
                 "Client pid "
@@ -363,7 +364,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private void dispatch(ChannelHandlerContext ctx, int op, byte[] body) {
     stopRequestTimer();
     state = State.BUSY;
-    ctx.channel().config().setAutoRead(false);
     if (overLimit != null) {
       send(ctx, service.limitReply(op, overLimit));
       return;
@@ -418,7 +418,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       return service.handle(op, body, client);
     } catch (Throwable t) {
       // handle() answers every failure itself; this is the last guard. A task that ends without
-      // posting a reply would leave the connection BUSY (reading paused) forever.
+      // posting a reply would leave the connection BUSY forever.
       metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
       WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
       return Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
@@ -728,7 +728,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     } else {
       state = State.READY;
     }
-    ctx.channel().config().setAutoRead(true);
     // Bytes that arrived while busy are still in the cumulation buffer: decode them now.
     try {
       channelRead(ctx, Unpooled.EMPTY_BUFFER);

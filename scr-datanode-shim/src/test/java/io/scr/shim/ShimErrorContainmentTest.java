@@ -163,9 +163,7 @@ class ShimErrorContainmentTest {
     channel.writeInbound(
         frame(ShortCircuitService.OP_REQUEST_FDS, fdRequest(new Token<BlockTokenIdentifier>())));
     channel.runPendingTasks();
-    assertFalse(
-        channel.isOpen(),
-        "the connection must be closed; left open it stays BUSY (reading paused) forever");
+    assertFalse(channel.isOpen(), "the connection must be closed; left open it stays BUSY forever");
     assertEquals(0, limits.clientCount(), "the connection's count was released");
     assertEquals(1, metrics.rejections(ShimMetrics.Rejection.INTERNAL_ERROR), "counted");
   }
