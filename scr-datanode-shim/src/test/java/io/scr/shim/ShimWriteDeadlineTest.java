@@ -88,6 +88,33 @@ class ShimWriteDeadlineTest {
     }
   }
 
+  /**
+   * Starts a client thread that writes {@code hellos} pipelined HELLOs on {@code ch} and never
+   * reads a reply, adding what the kernel took to {@code taken}, until done or the shim closes it.
+   */
+  private static Thread flood(SocketChannel ch, int hellos, AtomicLong taken) {
+    Thread flooder =
+        new Thread(
+            () -> {
+              ByteBuffer many = ByteBuffer.allocate(HELLO.length * hellos);
+              while (many.hasRemaining()) {
+                many.put(HELLO);
+              }
+              many.flip();
+              try {
+                while (many.hasRemaining()) {
+                  taken.addAndGet(ch.write(many));
+                }
+              } catch (IOException closedByTheShim) {
+                // expected once the shim gives up on this client
+              }
+            },
+            "non-reading-client");
+    flooder.setDaemon(true);
+    flooder.start();
+    return flooder;
+  }
+
   @Test
   void aClientThatStopsReadingIsClosedAndOthersAreStillServed(@TempDir Path dir) throws Exception {
     Configuration conf = new Configuration(false);
@@ -100,25 +127,7 @@ class ShimWriteDeadlineTest {
       // Pipelined HELLOs that it never reads: the replies fill the socket buffer after a few
       // hundred, and the next reply cannot be written. 100 KB in all, less than the 128 KiB a
       // connection may send while served (more is closed at once: the next test).
-      Thread flooder =
-          new Thread(
-              () -> {
-                ByteBuffer many = ByteBuffer.allocate(HELLO.length * 20_000);
-                while (many.hasRemaining()) {
-                  many.put(HELLO);
-                }
-                many.flip();
-                try {
-                  while (many.hasRemaining()) {
-                    stuck.write(many);
-                  }
-                } catch (IOException closedByTheShim) {
-                  // expected once the shim gives up on this client
-                }
-              },
-              "non-reading-client");
-      flooder.setDaemon(true);
-      flooder.start();
+      Thread flooder = flood(stuck, 20_000, new AtomicLong());
       poll(
           "the shim closes the client that does not read",
           () -> metrics.rejections(ShimMetrics.Rejection.WRITE_TIMEOUT) == 1);
@@ -161,25 +170,7 @@ class ShimWriteDeadlineTest {
     int hellos = 2_000_000; // 10 MB of requests
     AtomicLong taken = new AtomicLong();
     try (SocketChannel flooding = connect(socket)) {
-      Thread flooder =
-          new Thread(
-              () -> {
-                ByteBuffer many = ByteBuffer.allocate(HELLO.length * hellos);
-                while (many.hasRemaining()) {
-                  many.put(HELLO);
-                }
-                many.flip();
-                try {
-                  while (many.hasRemaining()) {
-                    taken.addAndGet(flooding.write(many));
-                  }
-                } catch (IOException closedByTheShim) {
-                  // expected: the shim closes the connection
-                }
-              },
-              "flooding-client");
-      flooder.setDaemon(true);
-      flooder.start();
+      Thread flooder = flood(flooding, hellos, taken);
       poll(
           "the shim closes the client that sends without reading",
           () -> metrics.rejections(ShimMetrics.Rejection.PENDING_INPUT) == 1);
