@@ -63,8 +63,8 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
 
   /**
    * Input a connection may have buffered while its request is served (BUSY): two largest requests.
-   * A client waits for each reply (and sends its receipt byte); the scr client's pipelined prefetch
-   * sends a few kilobytes.
+   * Stock and scr clients wait for each reply before the next request on a connection (sending only
+   * a receipt byte meanwhile).
    */
   private final int pendingInputLimit;
 

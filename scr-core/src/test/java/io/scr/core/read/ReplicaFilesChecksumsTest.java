@@ -82,13 +82,20 @@ class ReplicaFilesChecksumsTest {
     }
   }
 
-  /** A meta channel that counts its positional reads. */
+  /**
+   * A meta channel that counts its positional reads; what {@link ReplicaFiles#open} does not call
+   * fails.
+   */
   private static final class CountingChannel extends FileChannel {
     final FileChannel in;
     int preads;
 
     CountingChannel(FileChannel in) {
       this.in = in;
+    }
+
+    private static UnsupportedOperationException unused() {
+      return new UnsupportedOperationException("ReplicaFiles.open does not call this");
     }
 
     @Override
@@ -98,67 +105,8 @@ class ReplicaFilesChecksumsTest {
     }
 
     @Override
-    public int read(ByteBuffer dst) throws IOException {
-      return in.read(dst);
-    }
-
-    @Override
-    public long read(ByteBuffer[] dsts, int offset, int length) throws IOException {
-      return in.read(dsts, offset, length);
-    }
-
-    @Override
-    public int write(ByteBuffer src) throws IOException {
-      return in.write(src);
-    }
-
-    @Override
-    public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
-      return in.write(srcs, offset, length);
-    }
-
-    @Override
-    public int write(ByteBuffer src, long position) throws IOException {
-      return in.write(src, position);
-    }
-
-    @Override
-    public long position() throws IOException {
-      return in.position();
-    }
-
-    @Override
-    public FileChannel position(long newPosition) throws IOException {
-      in.position(newPosition);
-      return this;
-    }
-
-    @Override
     public long size() throws IOException {
       return in.size();
-    }
-
-    @Override
-    public FileChannel truncate(long size) throws IOException {
-      in.truncate(size);
-      return this;
-    }
-
-    @Override
-    public void force(boolean metaData) throws IOException {
-      in.force(metaData);
-    }
-
-    @Override
-    public long transferTo(long position, long count, java.nio.channels.WritableByteChannel t)
-        throws IOException {
-      return in.transferTo(position, count, t);
-    }
-
-    @Override
-    public long transferFrom(java.nio.channels.ReadableByteChannel src, long position, long count)
-        throws IOException {
-      return in.transferFrom(src, position, count);
     }
 
     @Override
@@ -168,20 +116,73 @@ class ReplicaFilesChecksumsTest {
     }
 
     @Override
-    public java.nio.channels.FileLock lock(long position, long size, boolean shared)
-        throws IOException {
-      return in.lock(position, size, shared);
-    }
-
-    @Override
-    public java.nio.channels.FileLock tryLock(long position, long size, boolean shared)
-        throws IOException {
-      return in.tryLock(position, size, shared);
-    }
-
-    @Override
     protected void implCloseChannel() throws IOException {
       in.close();
+    }
+
+    @Override
+    public int read(ByteBuffer dst) {
+      throw unused();
+    }
+
+    @Override
+    public long read(ByteBuffer[] dsts, int offset, int length) {
+      throw unused();
+    }
+
+    @Override
+    public int write(ByteBuffer src) {
+      throw unused();
+    }
+
+    @Override
+    public long write(ByteBuffer[] srcs, int offset, int length) {
+      throw unused();
+    }
+
+    @Override
+    public int write(ByteBuffer src, long position) {
+      throw unused();
+    }
+
+    @Override
+    public long position() {
+      throw unused();
+    }
+
+    @Override
+    public FileChannel position(long newPosition) {
+      throw unused();
+    }
+
+    @Override
+    public FileChannel truncate(long size) {
+      throw unused();
+    }
+
+    @Override
+    public void force(boolean metaData) {
+      throw unused();
+    }
+
+    @Override
+    public long transferTo(long position, long count, java.nio.channels.WritableByteChannel t) {
+      throw unused();
+    }
+
+    @Override
+    public long transferFrom(java.nio.channels.ReadableByteChannel src, long position, long n) {
+      throw unused();
+    }
+
+    @Override
+    public java.nio.channels.FileLock lock(long position, long size, boolean shared) {
+      throw unused();
+    }
+
+    @Override
+    public java.nio.channels.FileLock tryLock(long position, long size, boolean shared) {
+      throw unused();
     }
   }
 
