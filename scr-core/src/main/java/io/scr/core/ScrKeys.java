@@ -114,9 +114,7 @@ public final class ScrKeys {
               + " offering protocol extensions, and if so release shared-memory slots in batches"
               + " (one round trip per batch instead of one per slot). A stock DataNode answers the"
               + " question by closing the connection and logging one 'Unknown op' error; it is"
-              + " then spoken to with the stock ops only. Also marks fd requests (an unknown"
-              + " field a stock DataNode ignores) so that a shim sends the fds with its answer in"
-              + " one message. False: never ask, stock ops only, unmarked.");
+              + " then spoken to with the stock ops only. False: never ask, stock ops only.");
 
   /** Connect timeout. */
   public static final ScrKey<Integer> NET_CONNECT_TIMEOUT_MS =

@@ -33,16 +33,8 @@ final class FdPassing {
   /** Linux SCM_MAX_FD. */
   static final int MAX_FDS = 253;
 
-  /** The most bytes {@link #send(int, int[], byte[], int, int, byte)} puts before the data byte. */
-  static final int MAX_PREFIX_BYTES = 4096;
-
-  /**
-   * Where a prefix goes: after msghdr, two iovecs, the data byte and the largest control message.
-   */
-  private static final int PREFIX_OFFSET = 96 + 16 + ((4 * MAX_FDS + 7) & ~7);
-
-  /** The scratch: {@link #PREFIX_OFFSET} and room for the largest prefix. */
-  private static final int SCRATCH_BYTES = PREFIX_OFFSET + MAX_PREFIX_BYTES;
+  /** msghdr + iovec + data byte + the largest control message. */
+  private static final int SCRATCH_BYTES = 80 + 16 + ((4 * MAX_FDS + 7) & ~7);
 
   /** Per-thread native scratch (event-loop threads): no allocation per message. */
   private static final ThreadLocal<Pointer> SCRATCH =
@@ -101,54 +93,25 @@ final class FdPassing {
    * @throws IOException with errno for any other failure (e.g. the peer closed)
    */
   static int send(int socketFd, int[] fds, byte dataByte) throws IOException {
-    int n = send(socketFd, fds, null, 0, 0, dataByte);
-    return n == WOULD_BLOCK ? WOULD_BLOCK : 1;
-  }
-
-  /**
-   * One non-blocking {@code sendmsg} of {@code prefix[off, off + len)} followed by {@code
-   * dataByte}, with {@code fds} in one {@code SCM_RIGHTS} control message. The fds ride on the
-   * message's first byte, so only a peer that reads with room for control data from its first read
-   * (the scr client; never a stock one, whose stream reads would drop them) may be sent a prefix.
-   *
-   * @return the bytes sent ({@code len + 1} when all of it; the fds are passed with any count above
-   *     0), or {@link #WOULD_BLOCK} when the socket buffer is full (nothing was sent)
-   * @throws IOException with errno for any other failure (e.g. the peer closed)
-   * @throws IllegalArgumentException for no fds, too many, or more than {@link #MAX_PREFIX_BYTES}
-   */
-  static int send(int socketFd, int[] fds, byte[] prefix, int off, int len, byte dataByte)
-      throws IOException {
     if (LIBC == null) {
       throw new IOException("fd passing is unavailable", UNAVAILABILITY);
     }
     if (fds.length == 0 || fds.length > MAX_FDS) {
       throw new IllegalArgumentException("cannot pass " + fds.length + " fds in one message");
     }
-    if (len < 0 || len > MAX_PREFIX_BYTES) {
-      throw new IllegalArgumentException(
-          len + " bytes before the fds; at most " + MAX_PREFIX_BYTES + " in one message");
-    }
     int dataLen = 4 * fds.length;
     int cmsgLen = 16 + dataLen; // CMSG_LEN
     int cmsgSpace = 16 + ((dataLen + 7) & ~7); // CMSG_SPACE
-    // One allocation: [msghdr 56][iovec 16 x 2][byte 8][cmsg space][prefix]
+    // One allocation: [msghdr 56][iovec 16][byte 8][cmsg space]
     int msgOff = 0;
     int iovOff = 56;
-    int byteOff = 88;
-    int cmsgOff = 96;
+    int byteOff = 72;
+    int cmsgOff = 80;
     Pointer mem = SCRATCH.get();
     long base = mem.address();
-    int iovs = 0;
-    if (len > 0) {
-      mem.put(PREFIX_OFFSET, prefix, off, len);
-      mem.putLong(iovOff, base + PREFIX_OFFSET); // iov_base
-      mem.putLong(iovOff + 8, len); // iov_len
-      iovs++;
-    }
     mem.putByte(byteOff, dataByte);
-    mem.putLong(iovOff + 16L * iovs, base + byteOff);
-    mem.putLong(iovOff + 16L * iovs + 8, 1);
-    iovs++;
+    mem.putLong(iovOff, base + byteOff); // iov_base
+    mem.putLong(iovOff + 8, 1); // iov_len
     mem.putLong(cmsgOff, cmsgLen); // cmsg_len
     mem.putInt(cmsgOff + 8, SOL_SOCKET);
     mem.putInt(cmsgOff + 12, SCM_RIGHTS);
@@ -158,14 +121,14 @@ final class FdPassing {
     mem.putLong(msgOff, 0); // msg_name
     mem.putInt(msgOff + 8, 0); // msg_namelen
     mem.putLong(msgOff + 16, base + iovOff); // msg_iov
-    mem.putLong(msgOff + 24, iovs); // msg_iovlen
+    mem.putLong(msgOff + 24, 1); // msg_iovlen
     mem.putLong(msgOff + 32, base + cmsgOff); // msg_control
     mem.putLong(msgOff + 40, cmsgSpace); // msg_controllen
     mem.putInt(msgOff + 48, 0); // msg_flags
     while (true) {
       long n = LIBC.sendmsg(socketFd, mem, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n > 0) {
-        return (int) n;
+      if (n == 1) {
+        return 1;
       }
       int errno = RUNTIME.getLastError();
       if (n < 0 && errno == EINTR) {

@@ -35,14 +35,6 @@ final class Reply {
   SharedMemoryFd shmFd;
   byte dataByte;
 
-  /**
-   * The client reads control data from the response's first byte (an scr client: the op-87 marker
-   * {@code ShortCircuitProtocol.FDS_WITH_REPLY_FIELD}, or any op 127): the response, the data byte
-   * and {@link #streams} may go in one {@code sendmsg}. Never for a stock client, whose stream read
-   * of the response would drop fds that came with it.
-   */
-  boolean fdsWithResponse;
-
   /** Close the connection once the response is out (bad token, limits, garbage). */
   boolean closeAfter;
 

@@ -318,8 +318,7 @@ public final class ScrShimKeys {
           Type.BOOLEAN,
           "true",
           "Offer the scr protocol extensions (batched fd requests and releases) to clients that"
-              + " ask for them with op 127, and send the fds with the answer in one message to"
-              + " fd requests an scr client marked; stock clients never ask and never see them.");
+              + " ask for them with op 127; stock clients never ask and never see them.");
 
   private ScrShimKeys() {}
 

@@ -445,14 +445,13 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   /**
    * Sends {@code r} from the thread that built it (a worker, on its duplicate of the socket; or the
    * event loop, on the channel's fd, for {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}): the
-   * response bytes, then the fds, each with one non-blocking call (both in one call when the client
-   * reads control data with the response, {@link Reply#fdsWithResponse}), so the client has its
-   * answer without waiting for the event loop to take the reply (the second hand-off of every
-   * request, the larger part of an op 87's time in the shim under load, issue 16). Stops at the
-   * first call the socket does not take in full: the event loop sends the rest ({@link
-   * Reply#bytesSent}, the fds still in the reply) with its deadline. Replies that change the
-   * connection (close it, carry a segment) are left to the event loop. Never throws: a failed write
-   * marks the reply for the event loop to abandon.
+   * response bytes, then the fds, each with one non-blocking call, so the client has its answer
+   * without waiting for the event loop to take the reply (the second hand-off of every request, the
+   * larger part of an op 87's time in the shim under load, issue 16). Stops at the first call the
+   * socket does not take in full: the event loop sends the rest ({@link Reply#bytesSent}, the fds
+   * still in the reply) with its deadline. Replies that change the connection (close it, carry a
+   * segment) are left to the event loop. Never throws: a failed write marks the reply for the event
+   * loop to abandon.
    */
   private void sendDirect(int socketFd, Reply r) {
     if (r.closeOnly || r.closeAfter || r.newSegment != null || r.shmFd != null) {
@@ -460,25 +459,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     r.sendStartNanos = System.nanoTime();
     try {
-      if (r.fdsWithResponse
-          && !r.streams.isEmpty()
-          && r.bytesSent == 0
-          && r.bytes.length <= FdPassing.MAX_PREFIX_BYTES) {
-        // One sendmsg: one wake-up of the client and one system call fewer than the stock order.
-        int n = FdPassing.send(socketFd, r.fdNumbers(), r.bytes, 0, r.bytes.length, r.dataByte);
-        if (n == FdPassing.WOULD_BLOCK) {
-          return; // nothing sent: the event loop sends it the stock way, with its deadline
-        }
-        if (n != r.bytes.length + 1) {
-          // The fds went with the first n bytes. A message this small is taken whole or not at
-          // all by a UNIX stream socket, so only a broken peer gets here: close the connection.
-          throw new IOException("sendmsg took " + n + " of " + (r.bytes.length + 1) + " bytes");
-        }
-        r.bytesSent = r.bytes.length;
-        metrics.fdsPassedWithResponse.add(r.fdCount());
-        passed(r);
-        return;
-      }
       while (r.bytesSent < r.bytes.length) {
         int n = FdPassing.write(socketFd, r.bytes, r.bytesSent, r.bytes.length - r.bytesSent);
         if (n == 0) {
@@ -490,7 +470,10 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
         if (FdPassing.send(socketFd, r.fdNumbers(), r.dataByte) == FdPassing.WOULD_BLOCK) {
           return;
         }
-        passed(r);
+        metrics.fdsPassed.add(r.fdCount());
+        r.passedNanos = System.nanoTime();
+        metrics.fdPhases(r, r.passedNanos);
+        r.closeOwnCopies();
       } else {
         r.passedNanos = System.nanoTime();
       }
@@ -642,16 +625,11 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       }
       return;
     }
-    passed(r);
-    finish(ctx, r);
-  }
-
-  /** Books {@code r}'s fds as passed (the client has its duplicates) and closes the shim's own. */
-  private void passed(Reply r) {
     metrics.fdsPassed.add(r.fdCount());
     r.passedNanos = System.nanoTime();
     metrics.fdPhases(r, r.passedNanos);
     r.closeOwnCopies();
+    finish(ctx, r);
   }
 
   private void writeTimedOut(ChannelHandlerContext ctx, Reply r) {

@@ -19,11 +19,6 @@ import org.apache.hadoop.metrics2.lib.Interns;
  */
 public enum ShimMetric {
   FDS_PASSED("FdsPassed", Kind.COUNTER, "fds", "File descriptors passed to clients (sendmsg)"),
-  FDS_PASSED_WITH_RESPONSE(
-      "FdsPassedWithResponse",
-      Kind.COUNTER,
-      "fds",
-      "Of FdsPassed, those sent in one sendmsg with their response (scr clients)"),
   LIVE_SEGMENTS("LiveSegments", Kind.GAUGE, "segments", "Shared-memory segments held by clients"),
   LIVE_SLOTS("LiveSlots", Kind.GAUGE, "slots", "Slots registered by clients"),
   LIVE_CONNECTIONS("LiveConnections", Kind.GAUGE, "connections", "Open client connections"),

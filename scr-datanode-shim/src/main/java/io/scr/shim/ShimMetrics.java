@@ -99,9 +99,6 @@ final class ShimMetrics {
   private final OpLatency[] fdPhases = new OpLatency[FdPhase.values().length];
   final LongAdder fdsPassed = new LongAdder();
 
-  /** Of {@link #fdsPassed}, those sent in one {@code sendmsg} with their response. */
-  final LongAdder fdsPassedWithResponse = new LongAdder();
-
   /** Times a slow fd request on an event loop, on the disk, moved fd requests to the workers. */
   final LongAdder fdRequestsMovedToWorkers = new LongAdder();
 
@@ -233,7 +230,6 @@ final class ShimMetrics {
       }
     }
     out.put("fds_passed", fdsPassed.sum());
-    out.put("fds_passed_with_response", fdsPassedWithResponse.sum());
     out.put("fd_requests_moved_to_workers", fdRequestsMovedToWorkers.sum());
     out.put("fd_requests_slow_kept_on_loop", fdRequestsSlowKeptOnLoop.sum());
     out.put("live.segments", liveSegments.sum());

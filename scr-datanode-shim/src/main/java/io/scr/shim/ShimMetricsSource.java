@@ -92,7 +92,6 @@ final class ShimMetricsSource implements MetricsSource {
             .tag(PORT_TAG, Integer.toString(port))
             .tag(PATH_TAG, socketPath);
     rb.addCounter(ShimMetric.FDS_PASSED.info(), metrics.fdsPassed.sum());
-    rb.addCounter(ShimMetric.FDS_PASSED_WITH_RESPONSE.info(), metrics.fdsPassedWithResponse.sum());
     rb.addGauge(ShimMetric.LIVE_SEGMENTS.info(), metrics.liveSegments.sum());
     rb.addGauge(ShimMetric.LIVE_SLOTS.info(), metrics.liveSlots.sum());
     rb.addGauge(ShimMetric.LIVE_CONNECTIONS.info(), metrics.liveConnections.sum());

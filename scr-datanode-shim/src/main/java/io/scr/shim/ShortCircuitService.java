@@ -1,6 +1,5 @@
 package io.scr.shim;
 
-import io.scr.core.protocol.ShortCircuitProtocol;
 import io.scr.shim.SegmentRegistry.BlockKey;
 import io.scr.shim.SegmentRegistry.ShimSegment;
 import io.scr.shim.SegmentRegistry.SlotRef;
@@ -267,8 +266,6 @@ final class ShortCircuitService {
                   : ShortCircuitFdResponse.DO_NOT_USE_RECEIPT_VERIFICATION_VALUE);
       r.awaitReceipt = receipt;
       r.onFailure = grant.undo;
-      r.fdsWithResponse =
-          extensionsEnabled && ShortCircuitProtocol.wantsFdsWithReply(req); // an scr client
     }
     return r;
   }
@@ -722,9 +719,7 @@ final class ShortCircuitService {
     List<Runnable> releases = new ArrayList<>();
     List<ExtendedBlock> granted = new ArrayList<>();
     boolean receipt = false;
-    boolean marked = true;
     for (OpRequestShortCircuitAccessProto req : reqs) {
-      marked &= ShortCircuitProtocol.wantsFdsWithReply(req);
       FdGrant g = grant(req, pid);
       writeDelimited(g.response, out);
       if (g.data == null && !g.accessTokenFailure) {
@@ -747,7 +742,6 @@ final class ShortCircuitService {
     if (!streams.isEmpty()) {
       r.dataByte = (byte) (receipt ? 1 : 0);
       r.awaitReceipt = receipt;
-      r.fdsWithResponse = marked; // every request of the batch carries the marker
       if (!undos.isEmpty()) {
         r.onFailure = () -> undos.forEach(Runnable::run);
       }

@@ -45,26 +45,7 @@ public final class ShortCircuitExchanges {
       SlotId slot,
       FileDescriptor[] fdsOut)
       throws IOException {
-    requestFds(pool, path, block, token, slot, false, fdsOut);
-  }
-
-  /**
-   * As {@link #requestFds(DomainSocketPool, String, ExtendedBlock, Token, SlotId,
-   * FileDescriptor[])}; with {@code fdsWithReply} the request carries the {@link
-   * ShortCircuitProtocol#FDS_WITH_REPLY_FIELD} marker, so an scr shim sends the response and the
-   * fds in one message (a stock DataNode ignores it). {@link DomainConnection} takes fds from any
-   * read, so either form of the reply is received the same way.
-   */
-  public static void requestFds(
-      DomainSocketPool pool,
-      String path,
-      ExtendedBlock block,
-      Token<BlockTokenIdentifier> token,
-      SlotId slot,
-      boolean fdsWithReply,
-      FileDescriptor[] fdsOut)
-      throws IOException {
-    byte[] request = ShortCircuitProtocol.encodeRequestFds(block, token, slot, fdsWithReply);
+    byte[] request = ShortCircuitProtocol.encodeRequestFds(block, token, slot);
     IOException refused =
         pool.call(
             path,

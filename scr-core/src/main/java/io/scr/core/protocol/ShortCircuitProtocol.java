@@ -27,7 +27,6 @@ import org.apache.hadoop.thirdparty.protobuf.CodedOutputStream;
 import org.apache.hadoop.thirdparty.protobuf.InvalidProtocolBufferException;
 import org.apache.hadoop.thirdparty.protobuf.MessageLite;
 import org.apache.hadoop.thirdparty.protobuf.Parser;
-import org.apache.hadoop.thirdparty.protobuf.UnknownFieldSet;
 
 /**
  * Encodes and decodes the three short-circuit operations of HDFS's DataTransferProtocol exactly as
@@ -40,10 +39,10 @@ import org.apache.hadoop.thirdparty.protobuf.UnknownFieldSet;
  * </pre>
  *
  * <p>Requests are encoded into one byte array and written with a single {@code write}, so a request
- * is one system call. Responses are read exactly: the varint, then exactly the message's bytes,
- * never further. The fd-carrying byte follows a successful op 87 or 89 response; the scr client
- * reads with room for {@code SCM_RIGHTS} control data on every read ({@code DomainConnection}), so
- * the fds may arrive with the response's first byte ({@link #FDS_WITH_REPLY_FIELD}).
+ * is one system call. Responses are read exactly: the varint byte by byte, then exactly the
+ * message's bytes, never further. That matters on UNIX sockets, where the fd-carrying byte follows
+ * a successful op 87 or 89 response and must be received separately (with its {@code SCM_RIGHTS}
+ * control message), not swallowed by a buffered read.
  *
  * <p>Both sides use this class: the scr client, and the DataNode shim (which decodes requests and
  * encodes responses). Stateless and thread-safe.
@@ -85,18 +84,6 @@ public final class ShortCircuitProtocol {
   /** Feature word of the HELLO answer: batched fd requests. */
   public static final String FEATURE_BATCH_FDS = "batch-fds";
 
-  /**
-   * Field number of the scr client's marker in {@code OpRequestShortCircuitAccessProto} (a varint,
-   * 1): "this client reads with room for control data from the reply's first byte, so send the
-   * response and its fds in one message". The scr shim then passes the fds with the response's
-   * bytes in one {@code sendmsg} instead of two (a stock client's stream read of the response would
-   * drop fds that came with it, so without the marker the shim sends them separately, as stock
-   * does). A stock DataNode keeps the field as an unknown field of a proto2 message and ignores it.
-   * The number is far above the message's own fields (1 to 4 in Hadoop 3.4) so that a later Hadoop
-   * field does not collide with it.
-   */
-  public static final int FDS_WITH_REPLY_FIELD = 1127;
-
   /** The short-circuit access version the stock client sends and the stock DataNode answers. */
   public static final int SHORT_CIRCUIT_ACCESS_VERSION = 1;
 
@@ -110,41 +97,11 @@ public final class ShortCircuitProtocol {
 
   /**
    * Op 87: asks for the block's data and meta fds, registering {@code slot} if not null; the
-   * receipt byte is always offered, as the stock client does. Byte for byte the stock client's
-   * request.
+   * receipt byte is always offered, as the stock client does.
    */
   public static byte[] encodeRequestFds(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, SlotId slot) {
-    return encodeRequestFds(block, token, slot, false);
-  }
-
-  /**
-   * As {@link #encodeRequestFds(ExtendedBlock, Token, SlotId)}, with the {@link
-   * #FDS_WITH_REPLY_FIELD} marker when {@code fdsWithReply}: only for a reader that takes control
-   * data from the response's first byte.
-   */
-  public static byte[] encodeRequestFds(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, SlotId slot, boolean fdsWithReply) {
-    OpRequestShortCircuitAccessProto request = requestFdsProto(block, token, slot);
-    if (fdsWithReply) {
-      request = request.toBuilder().setUnknownFields(FDS_WITH_REPLY_MARKER).build();
-    }
-    return frame(OP_REQUEST_SHORT_CIRCUIT_FDS, request);
-  }
-
-  private static final UnknownFieldSet FDS_WITH_REPLY_MARKER =
-      UnknownFieldSet.newBuilder()
-          .addField(FDS_WITH_REPLY_FIELD, UnknownFieldSet.Field.newBuilder().addVarint(1).build())
-          .build();
-
-  /** Whether an op-87 request carries the {@link #FDS_WITH_REPLY_FIELD} marker. */
-  public static boolean wantsFdsWithReply(OpRequestShortCircuitAccessProto request) {
-    UnknownFieldSet unknown = request.getUnknownFields();
-    if (!unknown.hasField(FDS_WITH_REPLY_FIELD)) {
-      return false;
-    }
-    List<Long> values = unknown.getField(FDS_WITH_REPLY_FIELD).getVarintList();
-    return !values.isEmpty() && values.get(values.size() - 1) == 1L;
+    return frame(OP_REQUEST_SHORT_CIRCUIT_FDS, requestFdsProto(block, token, slot));
   }
 
   private static OpRequestShortCircuitAccessProto requestFdsProto(
@@ -165,10 +122,9 @@ public final class ShortCircuitProtocol {
 
   /**
    * Op 127 BATCH_FDS: one op-87 request per block in one frame (each as {@link #encodeRequestFds}
-   * would send it, receipt offered, with the {@link #FDS_WITH_REPLY_FIELD} marker: only the scr
-   * client sends op 127); the peer answers with one delimited {@code BlockOpResponseProto} per
-   * request, in order, then, if any succeeded, one message carrying the (data, meta) fds of every
-   * success in order, whose data byte asks for one receipt byte.
+   * would send it, receipt offered); the peer answers with one delimited {@code
+   * BlockOpResponseProto} per request, in order, then, if any succeeded, one message carrying the
+   * (data, meta) fds of every success in order, whose data byte asks for one receipt byte.
    *
    * @param slots the slot to register per block (an element may be null), or null for none
    */
@@ -183,9 +139,6 @@ public final class ShortCircuitProtocol {
     try {
       for (int i = 0; i < blocks.size(); i++) {
         requestFdsProto(blocks.get(i), tokens.get(i), slots == null ? null : slots.get(i))
-            .toBuilder()
-            .setUnknownFields(FDS_WITH_REPLY_MARKER)
-            .build()
             .writeDelimitedTo(body);
       }
     } catch (IOException e) {

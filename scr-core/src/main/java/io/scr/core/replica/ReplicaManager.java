@@ -674,13 +674,7 @@ public final class ReplicaManager implements Closeable {
     try {
       long t1 = ticker.read();
       ShortCircuitExchanges.requestFds(
-          pool,
-          socketPath,
-          block,
-          token,
-          slot == null ? null : slot.id(),
-          extensions.enabled(),
-          fds);
+          pool, socketPath, block, token, slot == null ? null : slot.id(), fds);
       registered = true;
       long t2 = ticker.read();
       FileChannel data = new FileInputStream(fds[0]).getChannel();

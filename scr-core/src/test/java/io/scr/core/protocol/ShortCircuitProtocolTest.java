@@ -8,16 +8,13 @@ import io.scr.shm.ShmId;
 import io.scr.shm.SlotId;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
-import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.datatransfer.Sender;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
-import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.OpRequestShortCircuitAccessProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
-import org.apache.hadoop.hdfs.protocolPB.PBHelperClient;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.hdfs.shortcircuit.ShortCircuitShm;
 import org.apache.hadoop.io.Text;
@@ -51,43 +48,6 @@ class ShortCircuitProtocolTest {
       assertArrayEquals(stock.toByteArray(), ours);
       assertEquals(0x57, ours[2]);
     }
-  }
-
-  /**
-   * The marker that asks an scr shim for the fds with the response: a stock DataNode parses the
-   * request exactly as the unmarked one (the marker is an unknown field of a proto2 message, which
-   * it keeps and ignores), and only the marked one says it wants them.
-   */
-  @Test
-  void theFdsWithReplyMarkerIsAnUnknownFieldAStockDataNodeReadsPast() throws Exception {
-    for (boolean withSlot : new boolean[] {true, false}) {
-      SlotId slot = withSlot ? SlotId.of(SHM, 17) : null;
-      OpRequestShortCircuitAccessProto marked =
-          asDataXceiverReadsIt(ShortCircuitProtocol.encodeRequestFds(BLOCK, token(), slot, true));
-      OpRequestShortCircuitAccessProto plain =
-          asDataXceiverReadsIt(ShortCircuitProtocol.encodeRequestFds(BLOCK, token(), slot, false));
-      assertEquals(plain.getAllFields(), marked.getAllFields(), "the fields stock knows");
-      assertEquals(
-          java.util.Set.of(ShortCircuitProtocol.FDS_WITH_REPLY_FIELD),
-          marked.getUnknownFields().asMap().keySet());
-      assertEquals(true, ShortCircuitProtocol.wantsFdsWithReply(marked));
-      assertEquals(false, ShortCircuitProtocol.wantsFdsWithReply(plain));
-      assertArrayEquals(
-          ShortCircuitProtocol.encodeRequestFds(BLOCK, token(), slot),
-          ShortCircuitProtocol.encodeRequestFds(BLOCK, token(), slot, false));
-    }
-  }
-
-  /** As {@code DataXceiver} reads op 87: the op header, then a varint-prefixed message. */
-  private static OpRequestShortCircuitAccessProto asDataXceiverReadsIt(byte[] frame)
-      throws Exception {
-    DataInputStream in = new DataInputStream(new ByteArrayInputStream(frame));
-    assertEquals(28, in.readShort());
-    assertEquals(87, in.readByte());
-    OpRequestShortCircuitAccessProto r =
-        OpRequestShortCircuitAccessProto.parseFrom(PBHelperClient.vintPrefixed(in));
-    assertEquals(0, in.available());
-    return r;
   }
 
   @Test
