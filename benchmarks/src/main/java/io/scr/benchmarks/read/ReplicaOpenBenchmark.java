@@ -52,10 +52,22 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@value #READ} bytes of the next block. Every {@value #BLOCKS} operations make a
  * <em>generation</em>: a new file system with its own client context (so its replica cache, slot
  * pool and sockets start empty) and a stream opened with every block location prefetched (no
- * NameNode round trip is measured). A background thread opens the next generation before it is
- * needed and closes retired ones (with their stock short-circuit caches, which stock keeps per
- * context for the life of the JVM); an operation only waits when that thread fell behind, which the
- * samples then show honestly. {@code RAW_PREAD} opens the block file, preads and closes it.
+ * NameNode round trip is measured). A background thread opens the next generations before they are
+ * needed and closes the ones every reader has left (with their stock short-circuit caches, which
+ * stock keeps per context for the life of the JVM); an operation only waits when that thread fell
+ * behind, which the samples then show honestly. {@code RAW_PREAD} opens the block file, preads and
+ * closes it.
+ *
+ * <p><b>When generations are opened</b> ({@link #generations}, issue 16, session 9). Opening one (a
+ * file system, a client context, the NameNode's answer for 2048 blocks, all in this JVM) costs tens
+ * of milliseconds, and closing one tens more. {@code DURING} (the default, as every session's
+ * figures so far): the background thread opens each generation while the readers read, so much of
+ * every path's p99 is this harness's work (docs/benchmarks.md, session 9). {@code BEFORE}: each
+ * iteration's setup opens as many generations as the iteration before used, and a margin; only
+ * closing (client work: replicas closed while others open) and, if the readers outrun the estimate,
+ * an open ({@link OpenPhases#harnessOpens}) happen while measuring. On a machine whose idle cores
+ * are slow to wake (this 2-core VM) {@code BEFORE} also lets the cores idle more between
+ * operations, which the medians then show.
  *
  * <p><b>Where an open's time goes</b> (issue 16), as secondary results ({@link OpenPhases}, µs):
  * the client's own timers ({@code ClientCounters.OpenPhase}: slot allocation, the op-87 exchange
@@ -84,7 +96,13 @@ public class ReplicaOpenBenchmark {
   static final int BLOCK_SIZE = 8 << 10;
   static final int BLOCKS = 2048;
   static final int READ = 4096;
-  private static final int RING = 4;
+
+  /** Slots for generations: the one being read, the one before it, and those opened ahead. */
+  private static final int RING = 64;
+
+  /** Generations kept open past the one being read: the background thread's horizon. */
+  private static final int MIN_AHEAD = 2;
+
   private static final String FILE = "/bench/open";
 
   @Param({"RAW_PREAD", "STOCK_SCR_DEFAULT", "SCR_FILESYSTEM", "SCR_FILESYSTEM_SHIM"})
@@ -97,6 +115,10 @@ public class ReplicaOpenBenchmark {
   @Param({"true"})
   boolean shimOnEventLoop;
 
+  /** When generations are opened: {@code DURING} or {@code BEFORE} (see the class comment). */
+  @Param({"DURING"})
+  String generations;
+
   /** Mode B only: the shim's {@code scr.shim.io.threads} (its default, 2, unless overridden). */
   @Param({"2"})
   int shimIoThreads;
@@ -106,6 +128,19 @@ public class ReplicaOpenBenchmark {
   private final AtomicLong ops = new AtomicLong();
   private final AtomicReferenceArray<Generation> ring = new AtomicReferenceArray<>(RING);
   private Thread preparer;
+
+  /** Serializes opening and closing generations (the preparer, an iteration's setup). */
+  private final Object ringLock = new Object();
+
+  /** Generations to open before the next iteration: what the last one used, and a margin. */
+  private int ahead = MIN_AHEAD;
+
+  /** {@link #ops} when the current iteration started. */
+  private long opsAtIterationStart;
+
+  /** Generations the preparer opened while readers were reading (the estimate fell short). */
+  private final AtomicLong harnessOpens = new AtomicLong();
+
   private volatile boolean stopping;
   private volatile Throwable preparerFailure;
 
@@ -156,12 +191,50 @@ public class ReplicaOpenBenchmark {
     if (path.isScr()) {
       shim = shimOf(file.dfs.cluster().getDataNodes().get(0));
     }
-    for (long g = 0; g < RING - 1; g++) {
-      ring.set((int) (g % RING), open(g));
-    }
     preparer = new Thread(this::prepareAhead, "replica-open-preparer");
     preparer.setDaemon(true);
     preparer.start();
+  }
+
+  /**
+   * Opens the generations up to {@link #ahead} past the current one before the iteration starts:
+   * with {@code BEFORE}, what the previous iteration used and a margin, so that no file system is
+   * created while operations are timed unless the readers outrun the estimate; with {@code DURING},
+   * the background thread's horizon (it opens the rest while measuring).
+   */
+  @Setup(Level.Iteration)
+  public void prepareIteration() throws IOException {
+    if (blockFiles != null) {
+      return;
+    }
+    if (!generations.equals("DURING") && !generations.equals("BEFORE")) {
+      throw new IllegalArgumentException(
+          "generations=" + generations + ": use DURING (the default) or BEFORE");
+    }
+    long current = ops.get() / BLOCKS;
+    synchronized (ringLock) {
+      for (long g = current; g <= current + ahead; g++) {
+        int slot = (int) (g % RING);
+        Generation held = ring.get(slot);
+        if (held != null && held.number == g) {
+          continue;
+        }
+        if (held != null) {
+          retire(slot, held);
+        }
+        ring.set(slot, open(g));
+      }
+    }
+    opsAtIterationStart = ops.get();
+  }
+
+  /** Sizes the next iteration's generations from this one's. */
+  @TearDown(Level.Iteration)
+  public void iterationDone() {
+    if (generations.equals("BEFORE")) {
+      long used = (ops.get() - opsAtIterationStart) / BLOCKS + 1;
+      ahead = (int) Math.max(MIN_AHEAD, Math.min(RING - 3, used + used / 4 + 2));
+    }
   }
 
   @TearDown(Level.Trial)
@@ -273,6 +346,15 @@ public class ReplicaOpenBenchmark {
 
     public long shimSlowKeptOnLoop;
 
+    /**
+     * File systems (generations) the harness opened while this iteration's reads were timed, each
+     * competing with them: with {@code generations=DURING} about one per 2048 reads; with {@code
+     * BEFORE} only when the readers outran the estimate, 0 normally.
+     */
+    public long harnessOpens;
+
+    private long harnessOpensBefore;
+
     @Setup(Level.Iteration)
     public void reset(ReplicaOpenBenchmark bench) {
       clientOpenP50 = clientOpenP99 = clientSlotP50 = clientSlotP99 = 0;
@@ -281,7 +363,8 @@ public class ReplicaOpenBenchmark {
       shimOpenMean = shimOpenP99 = shimRegisterMean = shimRegisterP99 = 0;
       shimHandoffMean = shimHandoffP50 = shimHandoffP99 = shimSendMean = shimSendP99 = 0;
       shimTotalMean = shimTotalP50 = shimTotalP99 = 0;
-      shimMovesToWorkers = shimSlowKeptOnLoop = 0;
+      shimMovesToWorkers = shimSlowKeptOnLoop = harnessOpens = 0;
+      harnessOpensBefore = bench.harnessOpens.get();
       bench.iterationReported.set(false);
     }
 
@@ -290,6 +373,7 @@ public class ReplicaOpenBenchmark {
       if (!bench.iterationReported.compareAndSet(false, true)) {
         return;
       }
+      harnessOpens = bench.harnessOpens.get() - harnessOpensBefore;
       long[] sum = new long[2 + 2 * CLIENT_PHASES.length];
       int n = 0;
       for (long[] t; (t = bench.closedGenerations.poll()) != null; n++) {
@@ -450,32 +534,33 @@ public class ReplicaOpenBenchmark {
   }
 
   /**
-   * Keeps the next {@code RING - 2} generations open and closes those every reader has left. Runs
-   * until tear-down; wakes when a reader crosses into a new generation or after 1 ms.
+   * Closes the generations every reader has left, and keeps the next two open (with {@code BEFORE}
+   * they usually are already: {@link #prepareIteration} opened them). Counts its opens in {@link
+   * #harnessOpens}. Runs until tear-down; wakes when a reader crosses into a new generation or
+   * after 1 ms.
    */
   private void prepareAhead() {
     try {
       while (!stopping) {
         long current = ops.get() / BLOCKS;
-        for (long g = Math.max(0, current - 1); g <= current + RING - 2; g++) {
-          int slot = (int) (g % RING);
-          Generation held = ring.get(slot);
-          if (held != null && held.number == g) {
-            continue;
-          }
-          if (held != null) {
-            if (held.number >= current - 1) {
-              continue; // still current for stragglers: retire it on a later pass
+        synchronized (ringLock) {
+          for (int slot = 0; slot < RING; slot++) {
+            Generation held = ring.get(slot);
+            // current - 1 stays for stragglers: retired on a later pass
+            if (held != null && held.number < current - 1) {
+              retire(slot, held);
             }
-            // Unpublish first, then wait out the reads that got in before (they re-check).
-            ring.compareAndSet(slot, held, null);
-            while (held.active.get() != 0) {
-              Thread.onSpinWait();
-            }
-            close(held);
           }
-          if (g >= current) {
-            ring.set(slot, open(g));
+          for (long g = current; g <= current + 2; g++) {
+            int slot = (int) (g % RING);
+            Generation held = ring.get(slot);
+            if (held == null || held.number != g) {
+              if (held != null) {
+                retire(slot, held);
+              }
+              ring.set(slot, open(g));
+              harnessOpens.incrementAndGet();
+            }
           }
         }
         LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
@@ -483,6 +568,17 @@ public class ReplicaOpenBenchmark {
     } catch (IOException | RuntimeException e) {
       preparerFailure = e;
     }
+  }
+
+  /**
+   * Unpublishes {@code held}, waits out the reads that got in before (they re-check), closes it.
+   */
+  private void retire(int slot, Generation held) throws IOException {
+    ring.compareAndSet(slot, held, null);
+    while (held.active.get() != 0) {
+      Thread.onSpinWait();
+    }
+    close(held);
   }
 
   /** One thread's buffer. */
