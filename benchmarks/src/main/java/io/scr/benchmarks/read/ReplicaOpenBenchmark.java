@@ -132,13 +132,16 @@ public class ReplicaOpenBenchmark {
   /** Serializes opening and closing generations (the preparer, an iteration's setup). */
   private final Object ringLock = new Object();
 
-  /** Generations to open before the next iteration: what the last one used, and a margin. */
+  /**
+   * How far past the current generation an iteration's setup opens: {@link #MIN_AHEAD} with {@code
+   * DURING}; with {@code BEFORE}, what the previous iteration used and a margin.
+   */
   private int ahead = MIN_AHEAD;
 
   /** {@link #ops} when the current iteration started. */
   private long opsAtIterationStart;
 
-  /** Generations the preparer opened while readers were reading (the estimate fell short). */
+  /** Generations the background thread opened: each while reads were timed. */
   private final AtomicLong harnessOpens = new AtomicLong();
 
   private volatile boolean stopping;
@@ -534,10 +537,10 @@ public class ReplicaOpenBenchmark {
   }
 
   /**
-   * Closes the generations every reader has left, and keeps the next two open (with {@code BEFORE}
-   * they usually are already: {@link #prepareIteration} opened them). Counts its opens in {@link
-   * #harnessOpens}. Runs until tear-down; wakes when a reader crosses into a new generation or
-   * after 1 ms.
+   * Closes the generations every reader has left, and keeps the next {@link #MIN_AHEAD} open (with
+   * {@code BEFORE} they usually are already: {@link #prepareIteration} opened them). Counts its
+   * opens in {@link #harnessOpens}. Runs until tear-down; wakes when a reader crosses into a new
+   * generation or after 1 ms.
    */
   private void prepareAhead() {
     try {
@@ -551,7 +554,7 @@ public class ReplicaOpenBenchmark {
               retire(slot, held);
             }
           }
-          for (long g = current; g <= current + 2; g++) {
+          for (long g = current; g <= current + MIN_AHEAD; g++) {
             int slot = (int) (g % RING);
             Generation held = ring.get(slot);
             if (held == null || held.number != g) {
