@@ -115,9 +115,16 @@ public class ReplicaOpenBenchmark {
   @Param({"true"})
   boolean shimOnEventLoop;
 
-  /** When generations are opened: {@code DURING} or {@code BEFORE} (see the class comment). */
+  /** When generations are opened (see the class comment). */
+  public enum Generations {
+    /** By the background thread while reads are timed: the harness of every session before 9. */
+    DURING,
+    /** By each iteration's setup, as many as the iteration before used and a margin. */
+    BEFORE
+  }
+
   @Param({"DURING"})
-  String generations;
+  Generations generations;
 
   /** Mode B only: the shim's {@code scr.shim.io.threads} (its default, 2, unless overridden). */
   @Param({"2"})
@@ -210,10 +217,6 @@ public class ReplicaOpenBenchmark {
     if (blockFiles != null) {
       return;
     }
-    if (!generations.equals("DURING") && !generations.equals("BEFORE")) {
-      throw new IllegalArgumentException(
-          "generations=" + generations + ": use DURING (the default) or BEFORE");
-    }
     long current = ops.get() / BLOCKS;
     synchronized (ringLock) {
       for (long g = current; g <= current + ahead; g++) {
@@ -234,7 +237,7 @@ public class ReplicaOpenBenchmark {
   /** Sizes the next iteration's generations from this one's. */
   @TearDown(Level.Iteration)
   public void iterationDone() {
-    if (generations.equals("BEFORE")) {
+    if (generations == Generations.BEFORE) {
       long used = (ops.get() - opsAtIterationStart) / BLOCKS + 1;
       ahead = (int) Math.max(MIN_AHEAD, Math.min(RING - 3, used + used / 4 + 2));
     }
