@@ -41,6 +41,9 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.BenchmarkParams;
+import org.openjdk.jmh.infra.IterationParams;
+import org.openjdk.jmh.runner.IterationType;
 
 /**
  * Replica open: the first read of a block the client has never read (P1/P3/P4 of the design brief:
@@ -152,6 +155,12 @@ public class ReplicaOpenBenchmark {
   private final AtomicLong harnessOpens = new AtomicLong();
 
   private volatile boolean stopping;
+
+  /** {@code -Dscr.bench.replicaOpen.trace=FILE}: every read classed by the harness work it met. */
+  private final OpenTrace trace = OpenTrace.fromSystemProperty();
+
+  private boolean iterationMeasured;
+  private long iterationStartNanos;
   private volatile Throwable preparerFailure;
 
   /** One client context and its stream; {@code active} counts reads in flight. */
@@ -213,8 +222,10 @@ public class ReplicaOpenBenchmark {
    * the background thread's horizon (it opens the rest while measuring).
    */
   @Setup(Level.Iteration)
-  public void prepareIteration() throws IOException {
+  public void prepareIteration(IterationParams iteration) throws IOException {
+    iterationMeasured = iteration.getType() == IterationType.MEASUREMENT;
     if (blockFiles != null) {
+      iterationStartNanos = System.nanoTime();
       return;
     }
     long current = ops.get() / BLOCKS;
@@ -232,11 +243,15 @@ public class ReplicaOpenBenchmark {
       }
     }
     opsAtIterationStart = ops.get();
+    iterationStartNanos = System.nanoTime();
   }
 
   /** Sizes the next iteration's generations from this one's. */
   @TearDown(Level.Iteration)
   public void iterationDone() {
+    if (trace != null && iterationMeasured) {
+      trace.window(iterationStartNanos, System.nanoTime());
+    }
     if (generations == Generations.BEFORE) {
       long used = (ops.get() - opsAtIterationStart) / BLOCKS + 1;
       ahead = (int) Math.max(MIN_AHEAD, Math.min(RING - 3, used + used / 4 + 2));
@@ -244,7 +259,7 @@ public class ReplicaOpenBenchmark {
   }
 
   @TearDown(Level.Trial)
-  public void tearDown() throws Exception {
+  public void tearDown(BenchmarkParams params) throws Exception {
     stopping = true;
     if (preparer != null) {
       LockSupport.unpark(preparer);
@@ -258,6 +273,9 @@ public class ReplicaOpenBenchmark {
     }
     if (file != null) {
       file.close();
+    }
+    if (trace != null) {
+      trace.write(path + ", " + params.getThreads() + " threads, generations " + generations);
     }
     if (preparerFailure != null) {
       throw new IllegalStateException("the generation preparer failed", preparerFailure);
@@ -451,6 +469,15 @@ public class ReplicaOpenBenchmark {
   }
 
   private Generation open(long number) throws IOException {
+    long start = System.nanoTime();
+    Generation g = openUntraced(number);
+    if (trace != null) {
+      trace.harness(OpenTrace.OPEN, start, System.nanoTime());
+    }
+    return g;
+  }
+
+  private Generation openUntraced(long number) throws IOException {
     FileSystem fs =
         path.newFileSystem(
             file.dfs,
@@ -466,6 +493,14 @@ public class ReplicaOpenBenchmark {
   }
 
   private void close(Generation g) throws IOException {
+    long start = System.nanoTime();
+    closeUntraced(g);
+    if (trace != null) {
+      trace.harness(OpenTrace.CLOSE, start, System.nanoTime());
+    }
+  }
+
+  private void closeUntraced(Generation g) throws IOException {
     if (g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
       io.scr.core.ScrClient scr = ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient();
       if (REPORT) {
@@ -594,6 +629,16 @@ public class ReplicaOpenBenchmark {
   }
 
   private byte firstRead(ThreadBuffer t) throws IOException {
+    if (trace == null) {
+      return firstReadUntraced(t);
+    }
+    long start = System.nanoTime();
+    byte b = firstReadUntraced(t);
+    trace.read(start, System.nanoTime());
+    return b;
+  }
+
+  private byte firstReadUntraced(ThreadBuffer t) throws IOException {
     long n = ops.getAndIncrement();
     int block = (int) (n % BLOCKS);
     long pos = (long) block * BLOCK_SIZE + 1 + (n * 511) % (BLOCK_SIZE - READ - 1);

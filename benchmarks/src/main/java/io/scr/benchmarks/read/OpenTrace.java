@@ -1,0 +1,169 @@
+package io.scr.benchmarks.read;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A per-read trace of {@link ReplicaOpenBenchmark} ({@code -Dscr.bench.replicaOpen.trace=FILE}, off
+ * by default): every read's start and end, the harness's generation opens and closes, and the
+ * measured iterations' windows, all on {@link System#nanoTime()}. At the trial's end it classes
+ * each measured read by the harness work it overlapped (an open, a close, neither) and writes the
+ * count, share, p50 and p99 of each class to {@code FILE} and stderr: how much of a path's tail is
+ * the harness's and how much its own (docs/benchmarks.md, sessions 9 and 10).
+ *
+ * <p>Concurrency: {@link #read} is called by every reader (one atomic increment, two array stores;
+ * reads past the capacity are dropped and counted); {@link #harness} and {@link #window} are
+ * synchronized; {@link #write} runs after the readers stopped.
+ */
+final class OpenTrace {
+  static final int OPEN = 0;
+  static final int CLOSE = 1;
+
+  private static final int CAPACITY = 1 << 21;
+
+  private final Path file;
+  private final long[] starts = new long[CAPACITY];
+  private final long[] ends = new long[CAPACITY];
+  private final AtomicInteger reads = new AtomicInteger();
+  private final List<long[]> harness = new ArrayList<>();
+  private final List<long[]> windows = new ArrayList<>();
+
+  OpenTrace(Path file) {
+    this.file = file;
+  }
+
+  /** The trace named by {@code -Dscr.bench.replicaOpen.trace}, or null. */
+  static OpenTrace fromSystemProperty() {
+    String f = System.getProperty("scr.bench.replicaOpen.trace");
+    return f == null || f.isEmpty() ? null : new OpenTrace(Path.of(f));
+  }
+
+  void read(long startNanos, long endNanos) {
+    int i = reads.getAndIncrement();
+    if (i < CAPACITY) {
+      starts[i] = startNanos;
+      ends[i] = endNanos;
+    }
+  }
+
+  synchronized void harness(int kind, long startNanos, long endNanos) {
+    harness.add(new long[] {kind, startNanos, endNanos});
+  }
+
+  synchronized void window(long startNanos, long endNanos) {
+    windows.add(new long[] {startNanos, endNanos});
+  }
+
+  /** Classes the measured reads and writes the summary; {@code label} heads it. */
+  synchronized void write(String label) {
+    int n = Math.min(reads.get(), CAPACITY);
+    long[][] events = harness.toArray(new long[0][]);
+    Arrays.sort(events, Comparator.comparingLong(e -> e[1]));
+    long longest = 0;
+    for (long[] e : events) {
+      longest = Math.max(longest, e[2] - e[1]);
+    }
+    long[][] byClass = {new long[n], new long[n], new long[n], new long[n]};
+    int[] counts = new int[4];
+    for (int i = 0; i < n; i++) {
+      if (!measured(starts[i], ends[i])) {
+        continue;
+      }
+      int cls = classOf(events, longest, starts[i], ends[i]);
+      byClass[cls][counts[cls]++] = ends[i] - starts[i];
+      byClass[3][counts[3]++] = ends[i] - starts[i];
+    }
+    String[] names = {"overlapping an open", "overlapping a close", "neither", "all"};
+    StringBuilder sb = new StringBuilder("replica-open trace ").append(label).append('\n');
+    for (int c = 3; c >= 0; c--) {
+      long[] d = Arrays.copyOf(byClass[c], counts[c]);
+      Arrays.sort(d);
+      sb.append(
+          String.format(
+              "  %-20s reads %8d (%5.1f %%)  p50 %8.1f us  p99 %9.1f us  p99.9 %9.1f us%n",
+              names[c],
+              d.length,
+              counts[3] == 0 ? 0.0 : 100.0 * d.length / counts[3],
+              pct(d, 0.50),
+              pct(d, 0.99),
+              pct(d, 0.999)));
+    }
+    long openNanos = 0;
+    long closeNanos = 0;
+    for (long[] e : events) {
+      if (e[0] == OPEN) {
+        openNanos += e[2] - e[1];
+      } else {
+        closeNanos += e[2] - e[1];
+      }
+    }
+    sb.append(
+        String.format(
+            "  harness: %d opens (%.0f ms), %d closes (%.0f ms) in the trial; %d reads dropped%n",
+            Arrays.stream(events).filter(e -> e[0] == OPEN).count(),
+            openNanos / 1e6,
+            Arrays.stream(events).filter(e -> e[0] == CLOSE).count(),
+            closeNanos / 1e6,
+            Math.max(0, reads.get() - CAPACITY)));
+    System.err.print(sb);
+    try {
+      Files.write(
+          file,
+          sb.toString().getBytes(StandardCharsets.UTF_8),
+          java.nio.file.StandardOpenOption.CREATE,
+          java.nio.file.StandardOpenOption.APPEND);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write the trace to " + file, e);
+    }
+  }
+
+  private boolean measured(long start, long end) {
+    for (long[] w : windows) {
+      if (start >= w[0] && end <= w[1]) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** OPEN or CLOSE if an event of that kind overlapped [start, end] (an open wins), else 2. */
+  private static int classOf(long[][] events, long longest, long start, long end) {
+    // events are sorted by start; only those starting in [start - longest, end] can overlap
+    int lo = 0;
+    int hi = events.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (events[mid][1] < start - longest) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    int cls = 2;
+    for (int i = lo; i < events.length && events[i][1] <= end; i++) {
+      if (events[i][2] >= start) {
+        if (events[i][0] == OPEN) {
+          return OPEN;
+        }
+        cls = CLOSE;
+      }
+    }
+    return cls;
+  }
+
+  private static double pct(long[] sorted, double q) {
+    if (sorted.length == 0) {
+      return 0;
+    }
+    int i = (int) Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1);
+    return sorted[Math.max(0, i)] / 1000.0;
+  }
+}
