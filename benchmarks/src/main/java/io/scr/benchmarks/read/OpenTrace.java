@@ -1,7 +1,11 @@
 package io.scr.benchmarks.read;
 
+import com.sun.management.GarbageCollectionNotificationInfo;
+import com.sun.management.GcInfo;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,6 +14,8 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.management.NotificationEmitter;
+import javax.management.openmbean.CompositeData;
 
 /**
  * A per-read trace of {@link ReplicaOpenBenchmark} ({@code -Dscr.bench.replicaOpen.trace=FILE}, off
@@ -26,6 +32,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class OpenTrace {
   static final int OPEN = 0;
   static final int CLOSE = 1;
+  static final int GC = 2;
 
   private static final int CAPACITY = 1 << 21;
 
@@ -38,6 +45,37 @@ final class OpenTrace {
 
   OpenTrace(Path file) {
     this.file = file;
+    listenForPauses();
+  }
+
+  /**
+   * Records every collection's pause as a harness event of kind {@link #GC}: its start and end come
+   * in milliseconds since the JVM started, so each is widened by a millisecond on both sides.
+   */
+  private void listenForPauses() {
+    long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
+    long nanosMinusMillis = System.nanoTime() - System.currentTimeMillis() * 1_000_000L;
+    for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+      if (!(gc instanceof NotificationEmitter) || gc.getName().contains("Concurrent")) {
+        continue; // G1's concurrent cycle is no pause
+      }
+      ((NotificationEmitter) gc)
+          .addNotificationListener(
+              (n, handback) -> {
+                if (!GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(
+                    n.getType())) {
+                  return;
+                }
+                GcInfo info =
+                    GarbageCollectionNotificationInfo.from((CompositeData) n.getUserData())
+                        .getGcInfo();
+                long start = (jvmStartMs + info.getStartTime() - 1) * 1_000_000L;
+                long end = (jvmStartMs + info.getEndTime() + 1) * 1_000_000L;
+                harness(GC, start + nanosMinusMillis, end + nanosMinusMillis);
+              },
+              null,
+              null);
+    }
   }
 
   /** The trace named by {@code -Dscr.bench.replicaOpen.trace}, or null. */
@@ -71,19 +109,21 @@ final class OpenTrace {
     for (long[] e : events) {
       longest = Math.max(longest, e[2] - e[1]);
     }
-    long[][] byClass = {new long[n], new long[n], new long[n], new long[n]};
-    int[] counts = new int[4];
+    long[][] byClass = {new long[n], new long[n], new long[n], new long[n], new long[n]};
+    int[] counts = new int[5];
     for (int i = 0; i < n; i++) {
       if (!measured(starts[i], ends[i])) {
         continue;
       }
       int cls = classOf(events, longest, starts[i], ends[i]);
       byClass[cls][counts[cls]++] = ends[i] - starts[i];
-      byClass[3][counts[3]++] = ends[i] - starts[i];
+      byClass[4][counts[4]++] = ends[i] - starts[i];
     }
-    String[] names = {"overlapping an open", "overlapping a close", "neither", "all"};
+    String[] names = {
+      "overlapping an open", "overlapping a close", "overlapping a GC pause", "none of these", "all"
+    };
     StringBuilder sb = new StringBuilder("replica-open trace ").append(label).append('\n');
-    for (int c = 3; c >= 0; c--) {
+    for (int c = 4; c >= 0; c--) {
       long[] d = Arrays.copyOf(byClass[c], counts[c]);
       Arrays.sort(d);
       sb.append(
@@ -91,27 +131,27 @@ final class OpenTrace {
               "  %-20s reads %8d (%5.1f %%)  p50 %8.1f us  p99 %9.1f us  p99.9 %9.1f us%n",
               names[c],
               d.length,
-              counts[3] == 0 ? 0.0 : 100.0 * d.length / counts[3],
+              counts[4] == 0 ? 0.0 : 100.0 * d.length / counts[4],
               pct(d, 0.50),
               pct(d, 0.99),
               pct(d, 0.999)));
     }
-    long openNanos = 0;
-    long closeNanos = 0;
+    long[] kindNanos = new long[3];
+    int[] kindCounts = new int[3];
     for (long[] e : events) {
-      if (e[0] == OPEN) {
-        openNanos += e[2] - e[1];
-      } else {
-        closeNanos += e[2] - e[1];
-      }
+      kindNanos[(int) e[0]] += e[2] - e[1];
+      kindCounts[(int) e[0]]++;
     }
     sb.append(
         String.format(
-            "  harness: %d opens (%.0f ms), %d closes (%.0f ms) in the trial; %d reads dropped%n",
-            Arrays.stream(events).filter(e -> e[0] == OPEN).count(),
-            openNanos / 1e6,
-            Arrays.stream(events).filter(e -> e[0] == CLOSE).count(),
-            closeNanos / 1e6,
+            "  in the trial: %d opens (%.0f ms), %d closes (%.0f ms), %d GC pauses (%.0f ms with"
+                + " the margins); %d reads dropped%n",
+            kindCounts[OPEN],
+            kindNanos[OPEN] / 1e6,
+            kindCounts[CLOSE],
+            kindNanos[CLOSE] / 1e6,
+            kindCounts[GC],
+            kindNanos[GC] / 1e6,
             Math.max(0, reads.get() - CAPACITY)));
     System.err.print(sb);
     try {
@@ -134,7 +174,10 @@ final class OpenTrace {
     return false;
   }
 
-  /** OPEN or CLOSE if an event of that kind overlapped [start, end] (an open wins), else 2. */
+  /**
+   * The class of a read: GC, OPEN or CLOSE if an event of that kind overlapped [start, end] (in
+   * that order of precedence), else 3.
+   */
   private static int classOf(long[][] events, long longest, long start, long end) {
     // events are sorted by start; only those starting in [start - longest, end] can overlap
     int lo = 0;
@@ -147,16 +190,18 @@ final class OpenTrace {
         hi = mid;
       }
     }
-    int cls = 2;
+    boolean open = false;
+    boolean close = false;
     for (int i = lo; i < events.length && events[i][1] <= end; i++) {
       if (events[i][2] >= start) {
-        if (events[i][0] == OPEN) {
-          return OPEN;
+        if (events[i][0] == GC) {
+          return 2;
         }
-        cls = CLOSE;
+        open |= events[i][0] == OPEN;
+        close |= events[i][0] == CLOSE;
       }
     }
-    return cls;
+    return open ? OPEN : close ? CLOSE : 3;
   }
 
   private static double pct(long[] sorted, double q) {

@@ -275,7 +275,20 @@ public class ReplicaOpenBenchmark {
       file.close();
     }
     if (trace != null) {
-      trace.write(path + ", " + params.getThreads() + " threads, generations " + generations);
+      StringBuilder shimLatencies = new StringBuilder();
+      if (shim != null) {
+        shim.counters().entrySet().stream()
+            .filter(e -> e.getKey().startsWith("latency."))
+            .forEach(
+                e -> shimLatencies.append(' ').append(e.getKey()).append('=').append(e.getValue()));
+      }
+      trace.write(
+          path
+              + ", "
+              + params.getThreads()
+              + " threads, generations "
+              + generations
+              + shimLatencies);
     }
     if (preparerFailure != null) {
       throw new IllegalStateException("the generation preparer failed", preparerFailure);
