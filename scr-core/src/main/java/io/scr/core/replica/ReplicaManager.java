@@ -61,8 +61,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: thread-safe. Hits take no lock; concurrent misses of one replica (block and
  * DataNode socket) share one load (the cache coalesces them). Endpoints are created once per path
- * (concurrent map). {@link #close()} closes the cache (idle replicas now, leased ones when
- * released), then the slot pools, the segment watcher and the socket pool; it is idempotent.
+ * (concurrent map). {@link #close()} closes the slot pools, then the cache (idle replicas now,
+ * leased ones when released), the segment watcher and the socket pool; it is idempotent.
+ *
+ * <p>Why the pools first: a closed pool tells the DataNode nothing more and frees released slots
+ * locally, returning each segment once its last slot is back, which makes the DataNode drop the
+ * segment and every slot in it at once. Closed the other way round, the pools' maintenance threads
+ * told the DataNode each slot of every replica the cache closed (a closing engine with 2,048
+ * replicas: 2,048 releases in batches), work the DataNode did while serving other clients' opens
+ * (issue 16: the opens that overlapped such a close had 2.5x stock's p99 in mode B).
  */
 public final class ReplicaManager implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaManager.class);
@@ -901,10 +908,12 @@ public final class ReplicaManager implements Closeable {
   @Override
   public void close() {
     closing = true;
-    cache.close();
+    // The pools first: the slots of the replicas closed below are then freed here, not told to
+    // the DataNode one by one (see the class comment).
     for (DataNodeEndpoint e : endpoints.values()) {
       e.close();
     }
+    cache.close();
     SegmentWatcher w;
     synchronized (watcherLock) {
       closed = true;
