@@ -1,29 +1,28 @@
 package io.scr.benchmarks.read;
 
-import com.sun.management.GarbageCollectionNotificationInfo;
-import com.sun.management.GcInfo;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.management.GarbageCollectorMXBean;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import javax.management.NotificationEmitter;
-import javax.management.openmbean.CompositeData;
+import jdk.jfr.consumer.RecordingStream;
 
 /**
  * A per-read trace of {@link ReplicaOpenBenchmark} ({@code -Dscr.bench.replicaOpen.trace=FILE}, off
- * by default): every read's start and end, the harness's generation opens and closes, and the
- * measured iterations' windows, all on {@link System#nanoTime()}. At the trial's end it classes
- * each measured read by the harness work it overlapped (an open, a close, neither) and writes the
- * count, share, p50 and p99 of each class to {@code FILE} and stderr: how much of a path's tail is
- * the harness's and how much its own (docs/benchmarks.md, sessions 9 and 10).
+ * by default): every read's start and end, the harness's generation opens and closes, the JVM's GC
+ * pauses (JFR) and the measured iterations' windows, all on {@link System#nanoTime()}. At the
+ * trial's end it classes each measured read: the read of a client context's block 0 (its first: it
+ * also sets up the context's connections, slot pool and threads), else by what it overlapped (a GC
+ * pause, else an open, else a close, else none of these), and appends the count, share, p50, p99
+ * and p99.9 of each class to {@code FILE} and stderr: how much of a path's tail is the harness's
+ * and the collector's, and how much its own (docs/benchmarks.md, sessions 9 and 10).
  *
  * <p>Concurrency: {@link #read} is called by every reader (one atomic increment, two array stores;
  * reads past the capacity are dropped and counted); {@link #harness} and {@link #window} are
@@ -34,6 +33,11 @@ final class OpenTrace {
   static final int CLOSE = 1;
   static final int GC = 2;
 
+  /** Classes of reads beyond the harness events' kinds (and 3: none of these). */
+  private static final int FIRST = 4;
+
+  private static final int ALL = 5;
+
   private static final int CAPACITY = 1 << 21;
 
   private final Path file;
@@ -42,40 +46,34 @@ final class OpenTrace {
   private final AtomicInteger reads = new AtomicInteger();
   private final List<long[]> harness = new ArrayList<>();
   private final List<long[]> windows = new ArrayList<>();
+  private final RecordingStream pauses;
 
   OpenTrace(Path file) {
     this.file = file;
-    listenForPauses();
+    this.pauses = listenForPauses();
   }
 
   /**
-   * Records every collection's pause as a harness event of kind {@link #GC}: its start and end come
-   * in milliseconds since the JVM started, so each is widened by a millisecond on both sides.
+   * Records every stop-the-world GC pause as a harness event of kind {@link #GC}, from JFR's {@code
+   * jdk.GCPhasePause} (G1's young, remark and cleanup pauses alike; the GC MXBeans of JDK 17 report
+   * no remark or cleanup pause, and they were up to 20 ms here), streamed in this JVM.
    */
-  private void listenForPauses() {
-    long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
-    long nanosMinusMillis = System.nanoTime() - System.currentTimeMillis() * 1_000_000L;
-    for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
-      if (!(gc instanceof NotificationEmitter) || gc.getName().contains("Concurrent")) {
-        continue; // G1's concurrent cycle is no pause
-      }
-      ((NotificationEmitter) gc)
-          .addNotificationListener(
-              (n, handback) -> {
-                if (!GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(
-                    n.getType())) {
-                  return;
-                }
-                GcInfo info =
-                    GarbageCollectionNotificationInfo.from((CompositeData) n.getUserData())
-                        .getGcInfo();
-                long start = (jvmStartMs + info.getStartTime() - 1) * 1_000_000L;
-                long end = (jvmStartMs + info.getEndTime() + 1) * 1_000_000L;
-                harness(GC, start + nanosMinusMillis, end + nanosMinusMillis);
-              },
-              null,
-              null);
-    }
+  private RecordingStream listenForPauses() {
+    long nanoMinusEpochNanos = System.nanoTime() - epochNanos(Instant.now());
+    RecordingStream rs = new RecordingStream();
+    rs.enable("jdk.GCPhasePause").withThreshold(Duration.ZERO);
+    rs.onEvent(
+        "jdk.GCPhasePause",
+        e -> {
+          long start = epochNanos(e.getStartTime()) + nanoMinusEpochNanos;
+          harness(GC, start, start + e.getDuration().toNanos());
+        });
+    rs.startAsync();
+    return rs;
+  }
+
+  private static long epochNanos(Instant t) {
+    return t.getEpochSecond() * 1_000_000_000L + t.getNano();
   }
 
   /** The trace named by {@code -Dscr.bench.replicaOpen.trace}, or null. */
@@ -84,11 +82,15 @@ final class OpenTrace {
     return f == null || f.isEmpty() ? null : new OpenTrace(Path.of(f));
   }
 
-  void read(long startNanos, long endNanos) {
+  /**
+   * One read; {@code firstOfContext}: the first read of a new client context (a generation), which
+   * also sets up that context's connections, slot pool and threads.
+   */
+  void read(long startNanos, long endNanos, boolean firstOfContext) {
     int i = reads.getAndIncrement();
     if (i < CAPACITY) {
       starts[i] = startNanos;
-      ends[i] = endNanos;
+      ends[i] = firstOfContext ? -endNanos : endNanos;
     }
   }
 
@@ -101,7 +103,17 @@ final class OpenTrace {
   }
 
   /** Classes the measured reads and writes the summary; {@code label} heads it. */
-  synchronized void write(String label) {
+  void write(String label) {
+    try {
+      Thread.sleep(2_000); // JFR hands events over about once a second
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    pauses.close();
+    summarize(label);
+  }
+
+  private synchronized void summarize(String label) {
     int n = Math.min(reads.get(), CAPACITY);
     long[][] events = harness.toArray(new long[0][]);
     Arrays.sort(events, Comparator.comparingLong(e -> e[1]));
@@ -109,21 +121,27 @@ final class OpenTrace {
     for (long[] e : events) {
       longest = Math.max(longest, e[2] - e[1]);
     }
-    long[][] byClass = {new long[n], new long[n], new long[n], new long[n], new long[n]};
-    int[] counts = new int[5];
+    long[][] byClass = new long[6][n];
+    int[] counts = new int[6];
     for (int i = 0; i < n; i++) {
-      if (!measured(starts[i], ends[i])) {
+      long end = Math.abs(ends[i]);
+      if (!measured(starts[i], end)) {
         continue;
       }
-      int cls = classOf(events, longest, starts[i], ends[i]);
-      byClass[cls][counts[cls]++] = ends[i] - starts[i];
-      byClass[4][counts[4]++] = ends[i] - starts[i];
+      int cls = ends[i] < 0 ? FIRST : classOf(events, longest, starts[i], end);
+      byClass[cls][counts[cls]++] = end - starts[i];
+      byClass[ALL][counts[ALL]++] = end - starts[i];
     }
     String[] names = {
-      "overlapping an open", "overlapping a close", "overlapping a GC pause", "none of these", "all"
+      "overlapping an open",
+      "overlapping a close",
+      "overlapping a GC pause",
+      "none of these",
+      "block 0 of a context",
+      "all"
     };
     StringBuilder sb = new StringBuilder("replica-open trace ").append(label).append('\n');
-    for (int c = 4; c >= 0; c--) {
+    for (int c = ALL; c >= 0; c--) {
       long[] d = Arrays.copyOf(byClass[c], counts[c]);
       Arrays.sort(d);
       sb.append(
@@ -131,7 +149,7 @@ final class OpenTrace {
               "  %-20s reads %8d (%5.1f %%)  p50 %8.1f us  p99 %9.1f us  p99.9 %9.1f us%n",
               names[c],
               d.length,
-              counts[4] == 0 ? 0.0 : 100.0 * d.length / counts[4],
+              counts[ALL] == 0 ? 0.0 : 100.0 * d.length / counts[ALL],
               pct(d, 0.50),
               pct(d, 0.99),
               pct(d, 0.999)));
@@ -144,8 +162,8 @@ final class OpenTrace {
     }
     sb.append(
         String.format(
-            "  in the trial: %d opens (%.0f ms), %d closes (%.0f ms), %d GC pauses (%.0f ms with"
-                + " the margins); %d reads dropped%n",
+            "  in the trial: %d opens (%.0f ms), %d closes (%.0f ms), %d GC pauses (%.0f ms);"
+                + " %d reads dropped%n",
             kindCounts[OPEN],
             kindNanos[OPEN] / 1e6,
             kindCounts[CLOSE],

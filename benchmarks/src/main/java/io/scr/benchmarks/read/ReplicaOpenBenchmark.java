@@ -295,8 +295,19 @@ public class ReplicaOpenBenchmark {
     }
   }
 
-  /** Client timers of generations closed since the last iteration ended (scr paths). */
-  private final ConcurrentLinkedQueue<long[]> closedGenerations = new ConcurrentLinkedQueue<>();
+  /** The engines of generations closed since the last iteration ended (scr paths). */
+  private final ConcurrentLinkedQueue<ClosedEngine> closedEngines = new ConcurrentLinkedQueue<>();
+
+  /** A closed generation's engine, whose counters outlive it; read after the iteration. */
+  private static final class ClosedEngine {
+    final long number;
+    final io.scr.core.ScrClient scr;
+
+    ClosedEngine(long number, io.scr.core.ScrClient scr) {
+      this.number = number;
+      this.scr = scr;
+    }
+  }
 
   private final AtomicBoolean iterationReported = new AtomicBoolean();
 
@@ -413,10 +424,19 @@ public class ReplicaOpenBenchmark {
       harnessOpens = bench.harnessOpens.get() - harnessOpensBefore;
       long[] sum = new long[2 + 2 * CLIENT_PHASES.length];
       int n = 0;
-      for (long[] t; (t = bench.closedGenerations.poll()) != null; n++) {
+      for (ClosedEngine e; (e = bench.closedEngines.poll()) != null; ) {
+        if (REPORT) {
+          report(e.number, e.scr);
+        }
+        ClientSnapshot s = e.scr.metricsSnapshot();
+        if (s.replicaOpenLatency().count() == 0) {
+          continue;
+        }
+        long[] t = clientTimers(s);
         for (int i = 0; i < sum.length; i++) {
           sum[i] += t[i];
         }
+        n++;
       }
       if (n == 0) {
         // No generation ended during this iteration: the one being read so far.
@@ -515,14 +535,12 @@ public class ReplicaOpenBenchmark {
 
   private void closeUntraced(Generation g) throws IOException {
     if (g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
-      io.scr.core.ScrClient scr = ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient();
-      if (REPORT) {
-        report(g.number, scr);
-      }
-      ClientSnapshot s = scr.metricsSnapshot();
-      if (s.replicaOpenLatency().count() > 0) {
-        closedGenerations.add(clientTimers(s));
-      }
+      // Its timers are read when the iteration ends (OpenPhases.record), not here: a snapshot
+      // also counts the process's open fds (a /proc/self/fd listing) and walks the cache, about 7
+      // ms of harness work per generation that the stock paths do not pay, and closes run while
+      // reads are timed (session 10).
+      closedEngines.add(
+          new ClosedEngine(g.number, ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient()));
     }
     g.in.close();
     if (g.fs instanceof DistributedFileSystem && path.isStockShortCircuit()) {
@@ -639,6 +657,9 @@ public class ReplicaOpenBenchmark {
   @State(Scope.Thread)
   public static class ThreadBuffer {
     final ReadPathType.Buffer buf = new ReadPathType.Buffer(READ);
+
+    /** The number of this thread's last operation (which block of which generation it read). */
+    long op;
   }
 
   private byte firstRead(ThreadBuffer t) throws IOException {
@@ -647,12 +668,13 @@ public class ReplicaOpenBenchmark {
     }
     long start = System.nanoTime();
     byte b = firstReadUntraced(t);
-    trace.read(start, System.nanoTime());
+    trace.read(start, System.nanoTime(), t.op % BLOCKS == 0);
     return b;
   }
 
   private byte firstReadUntraced(ThreadBuffer t) throws IOException {
     long n = ops.getAndIncrement();
+    t.op = n;
     int block = (int) (n % BLOCKS);
     long pos = (long) block * BLOCK_SIZE + 1 + (n * 511) % (BLOCK_SIZE - READ - 1);
     byte[] b = t.buf.array();
