@@ -75,9 +75,10 @@ public final class ScrShimKeys {
           "scr.shim.worker.threads",
           Type.INT,
           "4",
-          "Threads that serve slot releases, shared-memory requests and extensions, and fd"
-              + " requests while they are off the event loops (see"
-              + " scr.shim.fd.requests.on.event.loop).");
+          "Threads that serve batched releases and extensions, shared-memory requests when"
+              + " segments are files in the fallback directory (memfd segments and single slot"
+              + " releases are served on the event loops: memory only), and fd requests while"
+              + " they are off the event loops (see scr.shim.fd.requests.on.event.loop).");
 
   /**
    * Serve fd requests (op 87) on the event loop that decoded them instead of a worker (issue 16):

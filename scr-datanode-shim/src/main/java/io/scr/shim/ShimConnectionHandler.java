@@ -19,8 +19,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One client connection: decodes DataTransferProtocol frames ({@code [version 28 as
- * short][op][varint length][protobuf]}), hands each request to a worker, sends the reply and its
- * fds, and tracks what the connection is for.
+ * short][op][varint length][protobuf]}), serves each request on its event loop (fd requests while
+ * {@link FdRequestRouting} allows; segment requests and single releases always) or hands it to a
+ * worker, sends the reply and its fds, and tracks what the connection is for.
  *
  * <p>States: READY (decode the next frame), BUSY (one request in flight; what arrives meanwhile
  * waits in the cumulation buffer, and more than twice the largest request closes the connection),
@@ -370,18 +371,23 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     int client = this.client;
     long decoded = System.nanoTime();
-    if (op == ShortCircuitService.OP_REQUEST_FDS
-        && ctx.channel() instanceof EpollDomainSocketChannel
-        && routing.onEventLoop()) {
-      // Served here: the reply goes out at once on the channel's own fd (no other thread can
-      // close it while this loop runs), and the rest of the send runs as this loop's next task,
-      // outside this decode.
+    boolean epoll = ctx.channel() instanceof EpollDomainSocketChannel;
+    if (epoll && op == ShortCircuitService.OP_REQUEST_FDS && routing.onEventLoop()) {
       routing.startOnEventLoop();
       Reply r = handle(op, body, client);
       r.decodedNanos = decoded;
       routing.servedOnEventLoop(System.nanoTime() - decoded, r);
-      sendDirect(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r);
-      ctx.channel().eventLoop().execute(() -> send(ctx, r));
+      replyFromLoop(ctx, r);
+      return;
+    }
+    if (epoll && service.servedInMemory(op)) {
+      // Memory only, never storage or the dataset's lock: a memfd segment created, zero-filled
+      // and mapped in tens of microseconds, or one slot released. Through a worker, the two
+      // hand-offs cost more than the work (issue 16, session 10: op 89 took 0.5-1.2 ms at the
+      // median on the workers, and a new client's first reads wait for its first segment).
+      Reply r = handle(op, body, client);
+      r.decodedNanos = decoded;
+      replyFromLoop(ctx, r);
       return;
     }
     int socketFd = workerSocket(ctx);
@@ -410,6 +416,16 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       metrics.reject(ShimMetrics.Rejection.BUSY);
       close(ctx);
     }
+  }
+
+  /**
+   * Sends {@code r}, built on this event loop, on the channel's own fd at once (no other thread can
+   * close it while this loop runs); the rest of the send runs as this loop's next task, outside the
+   * decode.
+   */
+  private void replyFromLoop(ChannelHandlerContext ctx, Reply r) {
+    sendDirect(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r);
+    ctx.channel().eventLoop().execute(() -> send(ctx, r));
   }
 
   /** {@link ShortCircuitService#handle}, with a last guard: always returns a reply. */

@@ -638,6 +638,15 @@ final class ShortCircuitService {
   }
 
   /**
+   * Whether a request of {@code op} touches memory only (never storage nor the dataset's lock), so
+   * that an event loop may serve it: a single release, and a segment request while segments are
+   * memfds (a fallback directory could be on a disk).
+   */
+  boolean servedInMemory(int op) {
+    return op == OP_RELEASE_FDS || (op == OP_REQUEST_SHM && segmentFactory.usesMemfd());
+  }
+
+  /**
    * A segment id no client can predict. An id names the segment in RELEASE_SHORT_CIRCUIT_FDS and
    * slot registrations; ids from {@code ThreadLocalRandom} (an invertible mix of a counter) let a
    * client that saw one id compute the next ones handed out on that worker thread. One {@code

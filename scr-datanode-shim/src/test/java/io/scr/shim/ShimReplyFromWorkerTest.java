@@ -187,6 +187,72 @@ class ShimReplyFromWorkerTest {
         "the queued request's latency includes its wait: " + counters);
   }
 
+  /**
+   * Issue 16, session 10: a segment request (op 89) touches memory only (a memfd) and is served on
+   * the event loop that decoded it, so it is answered while the only worker is held by an fd
+   * request. Through the workers it waited behind it (0.5-1.2 ms at the median in
+   * ReplicaOpenBenchmark, where every new client's first reads wait for their first segment).
+   */
+  @Test
+  void aSegmentRequestIsAnsweredWhileEveryWorkerIsBusy() throws Exception {
+    assumeTrue(
+        io.scr.shm.SegmentFactory.newBuilder().build().usesMemfd(),
+        "segments are memfds here (the fallback directory's segments stay on the workers)");
+    FsDatasetSpi<?> dataset = replica(1, 2, 3, 4);
+    CountDownLatch onWorker = new CountDownLatch(1);
+    CountDownLatch letGo = new CountDownLatch(1);
+    ShortCircuitService service =
+        TestServices.withoutTokens(
+            () -> {
+              onWorker.countDown();
+              try {
+                letGo.await(20, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+              return dataset;
+            },
+            registry,
+            limits,
+            metrics);
+    Configuration conf = new Configuration(false);
+    conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false);
+    conf.setInt(ScrShimKeys.WORKER_THREADS.name(), 1);
+    Path socket = dir.resolve("dn-memory-only.sock");
+    ShimServer server =
+        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server.start();
+    // If the segment request waited for the worker, this lets the worker go after 5 s.
+    Thread watchdog =
+        new Thread(
+            () -> {
+              sleepQuietly(5_000);
+              letGo.countDown();
+            });
+    watchdog.setDaemon(true);
+    try (RawPeer busy = new RawPeer(socket.toString());
+        RawPeer shm = new RawPeer(socket.toString())) {
+      busy.sender.requestShortCircuitFds(BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
+      assertTrue(onWorker.await(20, TimeUnit.SECONDS), "the fd request holds the worker");
+      watchdog.start();
+      shm.sender.requestShortCircuitShm("memory-only");
+      assertEquals(Status.SUCCESS, shm.readShmResponse().getStatus());
+      FileInputStream[] fd = new FileInputStream[1];
+      assertEquals(0, shm.receiveFds(fd));
+      RawPeer.closeAll(fd);
+      assertEquals(
+          1, letGo.getCount(), "the segment request was answered only once the worker was free");
+      letGo.countDown();
+      assertEquals(Status.SUCCESS, busy.readBlockOpResponse().getStatus());
+      FileInputStream[] fds = new FileInputStream[2];
+      busy.receiveFds(fds);
+      RawPeer.closeAll(fds);
+    } finally {
+      letGo.countDown();
+      server.close();
+    }
+  }
+
   @Test
   void withTheKeyAnFdRequestIsServedOnTheEventLoopThatDecodedIt() throws Exception {
     FsDatasetSpi<?> dataset = replica(5, 6, 7, 8);

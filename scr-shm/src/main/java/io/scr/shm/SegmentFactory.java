@@ -55,6 +55,14 @@ public final class SegmentFactory {
     return new Builder();
   }
 
+  /**
+   * Whether segments are memfds, which touch no file system: a creator may make them on a thread
+   * that must never wait for storage. False for the fallback directory, which could be on a disk.
+   */
+  public boolean usesMemfd() {
+    return useMemfd;
+  }
+
   /** "memfd" or "deleted file in DIR". */
   public String mechanism() {
     return useMemfd ? "memfd" : "deleted file in " + fallbackDirectory;

@@ -18,11 +18,11 @@ import jdk.jfr.consumer.RecordingStream;
  * A per-read trace of {@link ReplicaOpenBenchmark} ({@code -Dscr.bench.replicaOpen.trace=FILE}, off
  * by default): every read's start and end, the harness's generation opens and closes, the JVM's GC
  * pauses (JFR) and the measured iterations' windows, all on {@link System#nanoTime()}. At the
- * trial's end it classes each measured read: the read of a client context's block 0 (its first: it
- * also sets up the context's connections, slot pool and threads), else by what it overlapped (a GC
- * pause, else an open, else a close, else none of these), and appends the count, share, p50, p99
- * and p99.9 of each class to {@code FILE} and stderr: how much of a path's tail is the harness's
- * and the collector's, and how much its own (docs/benchmarks.md, sessions 9 and 10).
+ * trial's end it classes each measured read: a client context's first reads, one per thread (they
+ * wait for the context's set-up: connections, slot pool, threads, first segment), else by what it
+ * overlapped (a GC pause, else an open, else a close, else none of these), and appends the count,
+ * share, p50, p99 and p99.9 of each class to {@code FILE} and stderr: how much of a path's tail is
+ * the harness's and the collector's, and how much its own (docs/benchmarks.md, sessions 9 and 10).
  *
  * <p>Concurrency: {@link #read} is called by every reader (one atomic increment, two array stores;
  * reads past the capacity are dropped and counted); {@link #harness} and {@link #window} are
@@ -83,8 +83,9 @@ final class OpenTrace {
   }
 
   /**
-   * One read; {@code firstOfContext}: the first read of a new client context (a generation), which
-   * also sets up that context's connections, slot pool and threads.
+   * One read; {@code firstOfContext}: one of the first reads of a new client context (a
+   * generation), one per reader thread, which wait for that context's set-up: its connections, slot
+   * pool and threads, and its first shared-memory segment.
    */
   void read(long startNanos, long endNanos, boolean firstOfContext) {
     int i = reads.getAndIncrement();
@@ -137,7 +138,7 @@ final class OpenTrace {
       "overlapping a close",
       "overlapping a GC pause",
       "none of these",
-      "block 0 of a context",
+      "a context's first",
       "all"
     };
     StringBuilder sb = new StringBuilder("replica-open trace ").append(label).append('\n');
