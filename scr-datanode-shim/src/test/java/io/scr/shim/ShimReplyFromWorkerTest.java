@@ -157,13 +157,8 @@ class ShimReplyFromWorkerTest {
             registry,
             limits,
             metrics);
-    Configuration conf = new Configuration(false);
-    conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false);
-    conf.setInt(ScrShimKeys.WORKER_THREADS.name(), 1);
     Path socket = dir.resolve("dn-queue.sock");
-    ShimServer server =
-        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
-    server.start();
+    ShimServer server = startWithOneWorker(service, socket);
     try (RawPeer first = new RawPeer(socket.toString());
         RawPeer second = new RawPeer(socket.toString())) {
       first.sender.requestShortCircuitFds(BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
@@ -215,13 +210,8 @@ class ShimReplyFromWorkerTest {
             registry,
             limits,
             metrics);
-    Configuration conf = new Configuration(false);
-    conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false);
-    conf.setInt(ScrShimKeys.WORKER_THREADS.name(), 1);
     Path socket = dir.resolve("dn-memory-only.sock");
-    ShimServer server =
-        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
-    server.start();
+    ShimServer server = startWithOneWorker(service, socket);
     // If the segment request waited for the worker, this lets the worker go after 5 s.
     Thread watchdog =
         new Thread(
@@ -384,6 +374,17 @@ class ShimReplyFromWorkerTest {
   }
 
   /** Sleeps in a dataset supplier (which cannot throw InterruptedException). */
+  /** A started shim on {@code socket} with one worker and fd requests on the workers. */
+  private ShimServer startWithOneWorker(ShortCircuitService service, Path socket) throws Exception {
+    Configuration conf = new Configuration(false);
+    conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false);
+    conf.setInt(ScrShimKeys.WORKER_THREADS.name(), 1);
+    ShimServer server =
+        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server.start();
+    return server;
+  }
+
   private static void sleepQuietly(long millis) {
     try {
       Thread.sleep(millis);

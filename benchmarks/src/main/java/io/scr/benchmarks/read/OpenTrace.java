@@ -24,9 +24,9 @@ import jdk.jfr.consumer.RecordingStream;
  * share, p50, p99 and p99.9 of each class to {@code FILE} and stderr: how much of a path's tail is
  * the harness's and the collector's, and how much its own (docs/benchmarks.md, sessions 9 and 10).
  *
- * <p>Concurrency: {@link #read} is called by every reader (one atomic increment, two array stores;
- * reads past the capacity are dropped and counted); {@link #harness} and {@link #window} are
- * synchronized; {@link #write} runs after the readers stopped.
+ * <p>Concurrency: {@link #read} is called by every reader (one atomic increment, three array
+ * stores; reads past the capacity are dropped and counted); {@link #harness} and {@link #window}
+ * are synchronized; {@link #write} runs after the readers stopped.
  */
 final class OpenTrace {
   static final int OPEN = 0;
@@ -43,6 +43,7 @@ final class OpenTrace {
   private final Path file;
   private final long[] starts = new long[CAPACITY];
   private final long[] ends = new long[CAPACITY];
+  private final boolean[] firstOfContext = new boolean[CAPACITY];
   private final AtomicInteger reads = new AtomicInteger();
   private final List<long[]> harness = new ArrayList<>();
   private final List<long[]> windows = new ArrayList<>();
@@ -91,7 +92,8 @@ final class OpenTrace {
     int i = reads.getAndIncrement();
     if (i < CAPACITY) {
       starts[i] = startNanos;
-      ends[i] = firstOfContext ? -endNanos : endNanos;
+      ends[i] = endNanos;
+      this.firstOfContext[i] = firstOfContext;
     }
   }
 
@@ -125,11 +127,11 @@ final class OpenTrace {
     long[][] byClass = new long[6][n];
     int[] counts = new int[6];
     for (int i = 0; i < n; i++) {
-      long end = Math.abs(ends[i]);
+      long end = ends[i];
       if (!measured(starts[i], end)) {
         continue;
       }
-      int cls = ends[i] < 0 ? FIRST : classOf(events, longest, starts[i], end);
+      int cls = firstOfContext[i] ? FIRST : classOf(events, longest, starts[i], end);
       byClass[cls][counts[cls]++] = end - starts[i];
       byClass[ALL][counts[ALL]++] = end - starts[i];
     }

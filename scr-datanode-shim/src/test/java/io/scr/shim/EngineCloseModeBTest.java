@@ -1,4 +1,4 @@
-package io.scr.shim.client;
+package io.scr.shim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -6,18 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
-import io.scr.shim.ScrShimPlugin;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
-import java.lang.reflect.Field;
 import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
-import org.apache.hadoop.hdfs.server.datanode.DataNode;
-import org.apache.hadoop.util.ServicePlugin;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -45,17 +41,7 @@ class EngineCloseModeBTest {
   }
 
   private static Map<String, Long> shimCounters() throws Exception {
-    DataNode dn = DFS.dfs().cluster().getDataNodes().get(0);
-    Field f = DataNode.class.getDeclaredField("plugins");
-    f.setAccessible(true);
-    @SuppressWarnings("unchecked")
-    List<ServicePlugin> plugins = (List<ServicePlugin>) f.get(dn);
-    for (ServicePlugin p : plugins) {
-      if (p instanceof ScrShimPlugin shim) {
-        return shim.counters();
-      }
-    }
-    throw new AssertionError("no ScrShimPlugin in " + plugins);
+    return ShimMetricsClusterTest.plugin(DFS.dfs().cluster().getDataNodes().get(0)).counters();
   }
 
   /** Every request of {@code op} the shim answered so far, whatever its status. */
