@@ -68,8 +68,9 @@ import org.slf4j.LoggerFactory;
  * locally, returning each segment once its last slot is back, which makes the DataNode drop the
  * segment and every slot in it at once. Closed the other way round, the pools' maintenance threads
  * told the DataNode each slot of every replica the cache closed (a closing engine with 2,048
- * replicas: 2,048 releases in batches), work the DataNode did while serving other clients' opens
- * (issue 16: the opens that overlapped such a close had 2.5x stock's p99 in mode B).
+ * replicas: 16 batched releases of 128 to an scr shim, each 124 µs at the median and 4.9 ms at p99
+ * on its workers, or 2,048 op-88 requests to a stock DataNode), work the DataNode did while serving
+ * other clients' opens (issue 16, session 10).
  */
 public final class ReplicaManager implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaManager.class);
