@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -12,6 +13,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import jdk.jfr.consumer.RecordingStream;
 
 /**
@@ -33,7 +35,9 @@ final class OpenTrace {
   static final int CLOSE = 1;
   static final int GC = 2;
 
-  /** Classes of reads beyond the harness events' kinds (and 3: none of these). */
+  /** Classes of reads beyond the harness events' kinds. */
+  private static final int NONE = 3;
+
   private static final int FIRST = 4;
 
   private static final int ALL = 5;
@@ -124,16 +128,15 @@ final class OpenTrace {
     for (long[] e : events) {
       longest = Math.max(longest, e[2] - e[1]);
     }
-    long[][] byClass = new long[6][n];
-    int[] counts = new int[6];
+    long[] durations = new long[n];
+    byte[] classes = new byte[n];
+    int measured = 0;
     for (int i = 0; i < n; i++) {
-      long end = ends[i];
-      if (!measured(starts[i], end)) {
-        continue;
+      if (measured(starts[i], ends[i])) {
+        durations[measured] = ends[i] - starts[i];
+        classes[measured++] =
+            (byte) (firstOfContext[i] ? FIRST : classOf(events, longest, starts[i], ends[i]));
       }
-      int cls = firstOfContext[i] ? FIRST : classOf(events, longest, starts[i], end);
-      byClass[cls][counts[cls]++] = end - starts[i];
-      byClass[ALL][counts[ALL]++] = end - starts[i];
     }
     String[] names = {
       "overlapping an open",
@@ -145,14 +148,19 @@ final class OpenTrace {
     };
     StringBuilder sb = new StringBuilder("replica-open trace ").append(label).append('\n');
     for (int c = ALL; c >= 0; c--) {
-      long[] d = Arrays.copyOf(byClass[c], counts[c]);
-      Arrays.sort(d);
+      int cls = c;
+      long[] d =
+          IntStream.range(0, measured)
+              .filter(j -> cls == ALL || classes[j] == cls)
+              .mapToLong(j -> durations[j])
+              .sorted()
+              .toArray();
       sb.append(
           String.format(
               "  %-20s reads %8d (%5.1f %%)  p50 %8.1f us  p99 %9.1f us  p99.9 %9.1f us%n",
               names[c],
               d.length,
-              counts[ALL] == 0 ? 0.0 : 100.0 * d.length / counts[ALL],
+              measured == 0 ? 0.0 : 100.0 * d.length / measured,
               pct(d, 0.50),
               pct(d, 0.99),
               pct(d, 0.999)));
@@ -179,8 +187,8 @@ final class OpenTrace {
       Files.write(
           file,
           sb.toString().getBytes(StandardCharsets.UTF_8),
-          java.nio.file.StandardOpenOption.CREATE,
-          java.nio.file.StandardOpenOption.APPEND);
+          StandardOpenOption.CREATE,
+          StandardOpenOption.APPEND);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write the trace to " + file, e);
     }
@@ -197,7 +205,7 @@ final class OpenTrace {
 
   /**
    * The class of a read: GC, OPEN or CLOSE if an event of that kind overlapped [start, end] (in
-   * that order of precedence), else 3.
+   * that order of precedence), else NONE.
    */
   private static int classOf(long[][] events, long longest, long start, long end) {
     // events are sorted by start; only those starting in [start - longest, end] can overlap
@@ -216,13 +224,13 @@ final class OpenTrace {
     for (int i = lo; i < events.length && events[i][1] <= end; i++) {
       if (events[i][2] >= start) {
         if (events[i][0] == GC) {
-          return 2;
+          return GC;
         }
         open |= events[i][0] == OPEN;
         close |= events[i][0] == CLOSE;
       }
     }
-    return open ? OPEN : close ? CLOSE : 3;
+    return open ? OPEN : close ? CLOSE : NONE;
   }
 
   private static double pct(long[] sorted, double q) {

@@ -264,7 +264,7 @@ public class ReplicaOpenBenchmark {
   }
 
   @TearDown(Level.Trial)
-  public void tearDown(BenchmarkParams params) throws Exception {
+  public void tearDown() throws Exception {
     stopping = true;
     if (preparer != null) {
       LockSupport.unpark(preparer);
@@ -287,13 +287,7 @@ public class ReplicaOpenBenchmark {
             .forEach(
                 e -> shimLatencies.append(' ').append(e.getKey()).append('=').append(e.getValue()));
       }
-      trace.write(
-          path
-              + ", "
-              + params.getThreads()
-              + " threads, generations "
-              + generations
-              + shimLatencies);
+      trace.write(path + ", " + threads + " threads, generations " + generations + shimLatencies);
     }
     if (preparerFailure != null) {
       throw new IllegalStateException("the generation preparer failed", preparerFailure);
