@@ -30,13 +30,14 @@ import org.slf4j.LoggerFactory;
  * In compiled code the JVM delivers the error asynchronously, at a later safepoint of that thread
  * ({@code MappedBlockReadTest} saw it in the same read, during the checksum lookup or CRC after the
  * copy): {@link LocalBlockReader} turns one that reaches it during the read into an {@code
- * IOException}, and a CRC mismatch over a truncated block file into an {@code EOFException} rather
- * than a checksum error. But nothing bounds where the JVM delivers it: possibly after the read
- * returned, in the application's code, where nothing of scr can catch it. Checking the file's size
- * before each read (an {@code fstat}) would cost the syscall this read exists to save. Only
- * finalized replicas are leased, and nothing past the replica's length at open is mapped or read,
- * so the risk is a truncation of a finalized block under a reader, or a disk error, both rare; see
- * docs/operations.md.
+ * IOException}, as it does any {@code RuntimeException} of such a read once the block file is found
+ * shorter (code after the aborted copy may fail otherwise), and a CRC mismatch over a truncated
+ * block file into an {@code EOFException} rather than a checksum error. But nothing bounds where
+ * the JVM delivers it: possibly after the read returned, in the application's code, where nothing
+ * of scr can catch it. Checking the file's size before each read (an {@code fstat}) would cost the
+ * syscall this read exists to save. Only finalized replicas are leased, and nothing past the
+ * replica's length at open is mapped or read, so the risk is a truncation of a finalized block
+ * under a reader, or a disk error, both rare; see docs/operations.md.
  *
  * <p>Thread-safety: thread-safe; the counters are {@link LongAdder}s.
  */
