@@ -101,6 +101,7 @@ final class Refiller {
     this.maxBackoffNanos = b.maxFetchBackoff.toNanos();
     this.thread = b.threadFactory.newThread(this::refillLoop);
     thread.setName("scr-slot-pool-" + name + "-refill");
+    newStreak();
   }
 
   Thread thread() {
@@ -194,6 +195,7 @@ final class Refiller {
         refillUntilClosed();
       } catch (RuntimeException | Error e) {
         table.endFetch();
+        newStreak();
         long pause =
             failures.failed(
                 LOG,
@@ -206,14 +208,45 @@ final class Refiller {
     }
   }
 
-  /** Set by the refill thread when the source said it is shutting down; ends the thread. */
+  /**
+   * Set by the fetching thread when the source said it is shutting down; ends the refill thread.
+   */
   private boolean sourceClosed;
 
+  /**
+   * The fetch streak: failures in a row, the current backoff and when the next fetch may start.
+   * Confined to the thread that fetches: the builder's thread for the {@linkplain #fetchFirst first
+   * fetch}, then the refill thread, which is started after it (a happens-before edge).
+   */
+  private int failuresInARow;
+
+  private long backoff;
+  private long nextFetchAt;
+
+  /**
+   * The pool's first fetch, on the building thread before the pool's threads start (as stock
+   * fetches its first segment on the reader's thread): the first allocation then waits for the
+   * exchange alone, not for a new thread to be scheduled first. A failure is counted, logged and
+   * backed off exactly as the refill thread's would be, and the refill thread retries after it.
+   */
+  void fetchFirst() {
+    try {
+      fetchOne();
+    } catch (RuntimeException | Error e) {
+      table.endFetch();
+      failures.failed(LOG, "Slot pool " + name + " first fetch", e, ticker.getAsLong(), 0);
+    }
+  }
+
+  /** The start of a fetch streak: no failures, the initial backoff, fetch at once. */
+  private void newStreak() {
+    failuresInARow = 0;
+    backoff = initialBackoffNanos;
+    nextFetchAt = ticker.getAsLong();
+  }
+
   private void refillUntilClosed() {
-    int failuresInARow = 0;
-    long backoff = initialBackoffNanos;
-    long nextFetchAt = ticker.getAsLong();
-    while (!table.isClosed()) {
+    while (!table.isClosed() && !sourceClosed) {
       wake.set(false);
       if (!needsSegment()) {
         if (!wake.get() && !table.isClosed()) {
@@ -226,88 +259,106 @@ final class Refiller {
         LockSupport.parkNanos(this, nextFetchAt - now);
         continue;
       }
-      Segment segment;
-      table.startFetch();
-      try {
-        segment = source.fetch();
-      } catch (IOException | RuntimeException | Error e) {
-        // An Error (OutOfMemoryError, LinkageError from the native stack) is a failed fetch too:
-        // the refill thread must outlive it, or the pool silently never grows again.
-        table.endFetch();
-        if (e instanceof SlotPoolClosedException) {
-          sourceClosed = true; // no segment will ever come from it again
-        }
-        if (table.isClosed() || sourceClosed) {
-          // The pool (or its source: the client engine closing first) closed under the fetch (its
-          // close interrupts this thread, which closes the
-          // fetch's channel): the end of the pool, not a failure to report.
-          LOG.debug("Fetching a shared-memory segment for {} ended by the pool's close", name);
-          break;
-        }
-        counters.segmentFetchFailures.incrementAndGet();
-        counters.lastFetchFailure = e;
-        nextFetchAt = ticker.getAsLong() + backoff;
-        // The first failure of a streak is a warning with its cause; the retries of the same
-        // streak (every few seconds while, say, the DataNode refuses shared memory) are debug.
-        if (e instanceof Error) {
-          // Never silent, never a flood: first in full, then once a minute.
-          failures.failed(
-              LOG, "Fetching a shared-memory segment for " + name, e, ticker.getAsLong(), 0);
-          failuresInARow++;
-        } else if (failuresInARow++ == 0) {
-          // An I/O failure (DataNode down or restarting, refused shared memory) says all in its
-          // message; a stack trace would read as a crash. Anything else keeps its trace.
-          String message =
-              "Fetching a shared-memory segment for {} failed; retrying in {} ms (later failures"
-                  + " in a row are logged at DEBUG): {}";
-          long millis = TimeUnit.NANOSECONDS.toMillis(backoff);
-          if (e instanceof IOException) {
-            LOG.warn(message, name, millis, e.toString());
-          } else {
-            LOG.warn(message, name, millis, e.toString(), e);
-          }
-        } else if (LOG.isDebugEnabled()) {
-          LOG.debug(
-              "Fetching a shared-memory segment for {} failed again ({} in a row); retrying in {}"
-                  + " ms: {}",
-              name,
-              failuresInARow,
-              TimeUnit.NANOSECONDS.toMillis(backoff),
-              e.toString());
-        }
-        backoff = Math.min(maxBackoffNanos, backoff * 2);
-        continue;
+      fetchOne();
+    }
+  }
+
+  /**
+   * One {@link SegmentSource#fetch()} and what follows it: adoption, or the failure counted, logged
+   * (once per streak) and backed off. Sets {@link #sourceClosed} when the source has shut down.
+   */
+  private void fetchOne() {
+    Segment segment;
+    table.startFetch();
+    try {
+      segment = source.fetch();
+    } catch (IOException | RuntimeException | Error e) {
+      // An Error (OutOfMemoryError, LinkageError from the native stack) is a failed fetch too:
+      // the refill thread must outlive it, or the pool silently never grows again.
+      table.endFetch();
+      if (e instanceof SlotPoolClosedException) {
+        sourceClosed = true; // no segment will ever come from it again
       }
-      if (segment == null || segment.isClosed()) {
-        table.endFetch();
-        counters.segmentFetchFailures.incrementAndGet();
-        counters.lastFetchFailure = new IOException("segment source returned " + segment);
-        nextFetchAt = ticker.getAsLong() + backoff;
-        continue;
+      if (Thread.currentThread() != thread
+          && Thread.currentThread().isInterrupted()
+          && (e instanceof java.io.InterruptedIOException
+              || e instanceof java.nio.channels.ClosedByInterruptException)) {
+        // The first fetch, on a reader that was interrupted meanwhile: that reader's outcome, not
+        // the source's. Nothing is counted or backed off; the refill thread fetches at once.
+        LOG.debug(
+            "The first segment fetch for {} was interrupted; the refill thread retries", name);
+        return;
       }
-      if (failuresInARow > 0) {
-        LOG.info(
-            "Fetching shared-memory segments for {} works again after {} failures",
+      if (table.isClosed() || sourceClosed) {
+        // The pool (or its source: the client engine closing first) closed under the fetch (its
+        // close interrupts this thread, which closes the fetch's channel): the end of the pool,
+        // not a failure to report.
+        LOG.debug("Fetching a shared-memory segment for {} ended by the pool's close", name);
+        return;
+      }
+      counters.segmentFetchFailures.incrementAndGet();
+      counters.lastFetchFailure = e;
+      nextFetchAt = ticker.getAsLong() + backoff;
+      // The first failure of a streak is a warning with its cause; the retries of the same
+      // streak (every few seconds while, say, the DataNode refuses shared memory) are debug.
+      if (e instanceof Error) {
+        // Never silent, never a flood: first in full, then once a minute.
+        failures.failed(
+            LOG, "Fetching a shared-memory segment for " + name, e, ticker.getAsLong(), 0);
+        failuresInARow++;
+      } else if (failuresInARow++ == 0) {
+        // An I/O failure (DataNode down or restarting, refused shared memory) says all in its
+        // message; a stack trace would read as a crash. Anything else keeps its trace.
+        String message =
+            "Fetching a shared-memory segment for {} failed; retrying in {} ms (later failures"
+                + " in a row are logged at DEBUG): {}";
+        long millis = TimeUnit.NANOSECONDS.toMillis(backoff);
+        if (e instanceof IOException) {
+          LOG.warn(message, name, millis, e.toString());
+        } else {
+          LOG.warn(message, name, millis, e.toString(), e);
+        }
+      } else if (LOG.isDebugEnabled()) {
+        LOG.debug(
+            "Fetching a shared-memory segment for {} failed again ({} in a row); retrying in {}"
+                + " ms: {}",
             name,
-            failuresInARow);
-        failuresInARow = 0;
+            failuresInARow,
+            TimeUnit.NANOSECONDS.toMillis(backoff),
+            e.toString());
       }
-      counters.segmentFetches.incrementAndGet();
-      int wanted;
-      do {
-        wanted = segmentsWanted.get();
-      } while (wanted > 0 && !segmentsWanted.compareAndSet(wanted, wanted - 1));
-      if (adopt(segment, backoff == initialBackoffNanos) == SegmentTable.Adoption.DISCONNECTED) {
-        // The peer dropped it at once: back off as after a failure, so a DataNode that keeps
-        // doing so is neither hammered nor floods the log (only a streak's first is at INFO).
-        nextFetchAt = ticker.getAsLong() + backoff;
-        backoff = Math.min(maxBackoffNanos, backoff * 2);
-      } else {
-        backoff = initialBackoffNanos;
-      }
-      if (failures.inARow() > 0) {
-        failures.succeeded(LOG, "Fetching shared-memory segments for " + name);
-      }
+      backoff = Math.min(maxBackoffNanos, backoff * 2);
+      return;
+    }
+    if (segment == null || segment.isClosed()) {
+      table.endFetch();
+      counters.segmentFetchFailures.incrementAndGet();
+      counters.lastFetchFailure = new IOException("segment source returned " + segment);
+      nextFetchAt = ticker.getAsLong() + backoff;
+      return;
+    }
+    if (failuresInARow > 0) {
+      LOG.info(
+          "Fetching shared-memory segments for {} works again after {} failures",
+          name,
+          failuresInARow);
+      failuresInARow = 0;
+    }
+    counters.segmentFetches.incrementAndGet();
+    int wanted;
+    do {
+      wanted = segmentsWanted.get();
+    } while (wanted > 0 && !segmentsWanted.compareAndSet(wanted, wanted - 1));
+    if (adopt(segment, backoff == initialBackoffNanos) == SegmentTable.Adoption.DISCONNECTED) {
+      // The peer dropped it at once: back off as after a failure, so a DataNode that keeps
+      // doing so is neither hammered nor floods the log (only a streak's first is at INFO).
+      nextFetchAt = ticker.getAsLong() + backoff;
+      backoff = Math.min(maxBackoffNanos, backoff * 2);
+    } else {
+      backoff = initialBackoffNanos;
+    }
+    if (failures.inARow() > 0) {
+      failures.succeeded(LOG, "Fetching shared-memory segments for " + name);
     }
   }
 

@@ -320,6 +320,7 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
     Duration initialFetchBackoff = Duration.ofMillis(100);
     Duration maxFetchBackoff = Duration.ofSeconds(10);
     LongSupplier ticker = System::nanoTime;
+    boolean firstFetchOnBuild;
     ThreadFactory threadFactory =
         r -> {
           Thread t = new Thread(r);
@@ -394,6 +395,20 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Whether {@link #build()} makes the pool's first {@link SegmentSource#fetch()} itself, on the
+     * building thread, before it starts the pool's threads (only with a low watermark above zero).
+     * A pool built by its first reader then serves that reader from the segment its own thread
+     * fetched, as stock fetches a client's first segment on the reader's thread; without, the
+     * reader waits for the new refill thread to be scheduled, then for its fetch. A failed first
+     * fetch is counted, logged and backed off as the refill thread's would be, and {@code build()}
+     * returns the pool anyway. Default false: {@code build()} does no I/O.
+     */
+    public Builder firstFetchOnBuild(boolean onBuild) {
+      this.firstFetchOnBuild = onBuild;
+      return this;
+    }
+
     /** Backoff after a failed fetch, doubling per failure up to the maximum. Default 100 ms. */
     public Builder initialFetchBackoff(Duration backoff) {
       this.initialFetchBackoff = requireNonNegative(backoff, "initialFetchBackoff");
@@ -424,7 +439,10 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
       return this;
     }
 
-    /** Builds the pool and starts its threads, which fetch up to the low watermark at once. */
+    /**
+     * Builds the pool and starts its threads, which fetch up to the low watermark at once (after
+     * the first fetch this thread makes, with {@link #firstFetchOnBuild}).
+     */
     public SlotPool build() {
       if (highWatermark < 0) {
         highWatermark = lowWatermark + 256;
@@ -437,6 +455,9 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
         throw new IllegalArgumentException("maxFetchBackoff is below initialFetchBackoff");
       }
       SlotPool pool = new SlotPool(this);
+      if (firstFetchOnBuild && lowWatermark > 0) {
+        pool.refiller.fetchFirst();
+      }
       pool.start();
       return pool;
     }

@@ -260,6 +260,77 @@ class SlotPoolLifecycleTest {
   }
 
   @Test
+  void theFirstFetchOnBuildIsMadeOnTheBuildingThreadAndServesTheFirstAllocation() throws Exception {
+    List<Thread> fetchers = java.util.Collections.synchronizedList(new ArrayList<>());
+    local.onFetch(n -> fetchers.add(Thread.currentThread()));
+
+    SlotPool pool =
+        track(SlotPool.newBuilder("dn1", local, recorder).firstFetchOnBuild(true).build());
+
+    assertEquals(1, local.fetchCalls(), "fetched before build() returned");
+    assertSame(Thread.currentThread(), fetchers.get(0), "on the thread that built the pool");
+    Slot slot = pool.tryAllocate();
+    assertTrue(slot != null && slot.isValid(), "allocatable without waiting for any thread");
+    assertSame(local.fetched().get(0), slot.segment());
+  }
+
+  @Test
+  void aFailedFirstFetchOnBuildIsCountedAndTheRefillThreadRetriesIt() throws Exception {
+    List<Thread> fetchers = java.util.Collections.synchronizedList(new ArrayList<>());
+    local.onFetch(
+        n -> {
+          fetchers.add(Thread.currentThread());
+          if (n == 1) {
+            throw new IOException("injected: the DataNode refused shared memory");
+          }
+        });
+
+    SlotPool pool =
+        track(
+            SlotPool.newBuilder("dn1", local, recorder)
+                .firstFetchOnBuild(true)
+                .initialFetchBackoff(Duration.ofMillis(1))
+                .maxAllocationWait(Duration.ofSeconds(20))
+                .build());
+    Slot slot = pool.allocate();
+
+    assertTrue(slot.isValid());
+    assertEquals(1, pool.stats().segmentFetchFailures());
+    assertSame(Thread.currentThread(), fetchers.get(0));
+    assertTrue(fetchers.get(1) != Thread.currentThread(), "retried by the refill thread");
+  }
+
+  @Test
+  void anInterruptedBuilderCountsNoFailureAndTheRefillThreadFetchesAtOnce() throws Exception {
+    local.onFetch(
+        n -> {
+          if (n == 1) {
+            Thread.currentThread().interrupt(); // as a reader interrupted mid-exchange
+            throw new java.io.InterruptedIOException("injected: interrupted in the exchange");
+          }
+        });
+
+    SlotPool pool;
+    try {
+      pool =
+          track(
+              SlotPool.newBuilder("dn1", local, recorder)
+                  .firstFetchOnBuild(true)
+                  .initialFetchBackoff(Duration.ofHours(1)) // a counted failure: no slot in time
+                  .maxFetchBackoff(Duration.ofHours(1))
+                  .maxAllocationWait(Duration.ofSeconds(20))
+                  .build());
+    } finally {
+      assertTrue(Thread.interrupted(), "the reader's interrupt status is left for it");
+    }
+    Slot slot = pool.allocate();
+
+    assertTrue(slot.isValid());
+    assertEquals(0, pool.stats().segmentFetchFailures(), "the reader's interrupt, not a failure");
+    assertTrue(local.fetchCalls() >= 2, "fetched again, by the refill thread");
+  }
+
+  @Test
   void lowWatermarkZeroFetchesOnDemand() throws Exception {
     FakeTicker ticker = new FakeTicker(); // never moves: no allocation can time out
     SlotPool pool =

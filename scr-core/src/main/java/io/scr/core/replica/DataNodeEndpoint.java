@@ -42,7 +42,9 @@ import org.slf4j.LoggerFactory;
  * thread (or a reader that found the pool empty and helps): in one op-127 BATCH_RELEASE request per
  * batch when the DataNode is an scr shim that offers it, else with one op 88 per slot.
  *
- * <p>The pool is created on first use, so a path that is never read from costs no threads. Without
+ * <p>The pool is created on first use, so a path that is never read from costs no threads; the
+ * reader that creates it fetches its first segment on its own thread, as stock does, instead of
+ * waiting for the new refill thread to start and fetch it (docs/benchmarks.md, session 11). Without
  * shared memory (disabled, unavailable in this JVM, or the DataNode refused and the {@link
  * FailureClass#SHM} backoff is active) {@link #allocateSlot()} returns null and replicas are opened
  * without a slot.
@@ -252,6 +254,9 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     try {
       grant = ShortCircuitExchanges.requestShm(pool, path, clientName);
     } catch (IOException e) {
+      if (isOwnInterrupt(e)) {
+        throw e; // a reader's interrupt, not the DataNode's failure (see the mapping's below)
+      }
       backoff.recordFailure(path, FailureClass.SHM, e.getMessage());
       firstSegment.complete(null);
       throw e;
@@ -264,6 +269,13 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       segment = Segment.map(grant.shmId(), fd, (int) Math.min(size, Integer.MAX_VALUE));
     } catch (IOException | RuntimeException e) {
       connection.close();
+      if (e instanceof IOException && isOwnInterrupt((IOException) e)) {
+        // The pool's first fetch runs on the reader that built it (as stock's does), and the
+        // channel that sizes the segment is interruptible (junixsocket's exchange is not): that
+        // reader's interrupt says nothing about the DataNode's shared memory. No backoff; the
+        // refill thread fetches instead.
+        throw e;
+      }
       backoff.recordFailure(path, FailureClass.SHM, "mapping the segment failed: " + e);
       firstSegment.complete(null);
       throw e;
@@ -283,13 +295,21 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     return segment;
   }
 
+  /** Stock's rule: on an interrupted thread, an interrupt exception is that thread's outcome. */
+  private static boolean isOwnInterrupt(IOException e) {
+    return (e instanceof java.io.InterruptedIOException
+            || e instanceof java.nio.channels.ClosedByInterruptException)
+        && Thread.currentThread().isInterrupted();
+  }
+
   /**
    * The DataNode closed a segment's connection (watcher thread). The segment may not be in the pool
    * yet: the watch starts in {@link #fetch()}, before the pool adopts what it returns; the pool
    * remembers a disconnect of the segment it is fetching (issue 14: it used to be lost, and the
    * dead segment stayed allocatable). During the pool's very first fetch {@code slots} may not be
-   * set yet: the monitor is held while the pool is built, so taking it waits for that (a few
-   * microseconds, once per endpoint) instead of dropping the report.
+   * set yet: the monitor is held while the pool is built (which makes that first fetch on the
+   * reader's thread), so taking it waits for that (one op-89 exchange, once per endpoint) instead
+   * of dropping the report.
    */
   private void onDisconnect(ShmId id) {
     SlotPool p = slots;

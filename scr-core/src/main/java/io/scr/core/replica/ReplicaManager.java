@@ -836,6 +836,7 @@ public final class ReplicaManager implements Closeable {
     return SlotPool.newBuilder(poolName, endpoint, endpoint)
         .lowWatermark(slotLowWatermark)
         .maxAllocationWait(slotWait)
+        .firstFetchOnBuild(true)
         .ticker(ticker::read)
         .threadFactory(tf)
         .build();

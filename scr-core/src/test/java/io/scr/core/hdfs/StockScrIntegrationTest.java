@@ -394,6 +394,51 @@ class StockScrIntegrationTest {
     }
   }
 
+  /**
+   * A new engine's first read fetches the slot pool's first segment on the reader's thread (as
+   * stock does). A reader already interrupted then meets its interrupt there (the channel that
+   * sizes the segment is interruptible): its read still completes, its interrupt status stays set,
+   * and shared memory stays on for everyone else (no SHM backoff, no fetch failure counted; the
+   * refill thread fetches the segment).
+   */
+  @Test
+  void aReaderInterruptedAtANewEnginesFirstReadLeavesSharedMemoryOn() throws Exception {
+    DistributedFileSystem fs = DFS.dfs().fileSystem();
+    List<LocatedBlock> blocks = blocks(fs);
+    ScrClient client = ScrClient.acquire(scrConf("first-read-interrupt-test"));
+    try {
+      LocatedBlock first = blocks.get(0);
+      String path = client.socketPathFor(first.getLocations()[0]);
+      byte[] got;
+      boolean stillInterrupted;
+      Thread.currentThread().interrupt();
+      try (ReplicaLease lease = client.lease(first.getBlock(), first.getBlockToken(), path, "/a")) {
+        assertNotNull(lease, "the interrupted reader's read is short-circuit");
+        got = readFully(lease, 0, 4096, true, 0);
+      } finally {
+        stillInterrupted = Thread.interrupted();
+      }
+      assertArrayEquals(Arrays.copyOfRange(data, 0, 4096), got);
+      assertTrue(stillInterrupted, "the reader keeps its interrupt status for its next call");
+
+      for (io.scr.core.net.PathBackoff.Status s : client.backoffStatus()) {
+        assertEquals(0, s.failures(), "no failure recorded for the reader's interrupt: " + s);
+      }
+      LocatedBlock second = blocks.get(1);
+      int inUse = client.slotPoolStats().get(0).slotsInUse();
+      try (ReplicaLease lease =
+          client.lease(second.getBlock(), second.getBlockToken(), path, "/a")) {
+        assertNotNull(lease);
+      }
+      io.scr.shm.SlotPoolStats pool = client.slotPoolStats().get(0);
+      assertEquals(inUse + 1, pool.slotsInUse(), "the next replica has a slot: " + pool);
+      assertEquals(0, pool.segmentFetchFailures(), pool.toString());
+      assertTrue(pool.segmentFetches() >= 1, pool.toString());
+    } finally {
+      client.close();
+    }
+  }
+
   private static boolean anyValidSlot(ShortCircuitRegistry registry, ExtendedBlockId block) {
     AtomicBoolean valid = new AtomicBoolean();
     registry.visit(
