@@ -57,10 +57,11 @@ import org.slf4j.LoggerFactory;
  * releaser gives up the segment like any failed release.
  *
  * <p><b>Lifecycle.</b> {@link Builder#build()} starts both threads, which immediately fetch up to
- * the low watermark. {@link #close()} stops them, invalidates every slot, returns every empty
- * segment at once and every other segment when its last slot is released (on the releasing thread).
- * No remote releases are sent after close: returning a segment makes the DataNode drop all its
- * slots.
+ * the low watermark (after a first fetch on the building thread, with {@link
+ * Builder#firstFetchOnBuild}). {@link #close()} stops them, invalidates every slot, returns every
+ * empty segment at once and every other segment when its last slot is released (on the releasing
+ * thread). No remote releases are sent after close: returning a segment makes the DataNode drop all
+ * its slots.
  */
 public final class SlotPool extends ActiveSegments implements AutoCloseable {
   /** Configuration key that raises the allocation wait (named in exceptions; see docs/shm.md). */
