@@ -1,6 +1,7 @@
 package io.scr.shm;
 
 import io.scr.shm.internal.FailureLog;
+import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -279,10 +280,7 @@ final class Refiller {
       if (e instanceof SlotPoolClosedException) {
         sourceClosed = true; // no segment will ever come from it again
       }
-      if (Thread.currentThread() != thread
-          && Thread.currentThread().isInterrupted()
-          && (e instanceof java.io.InterruptedIOException
-              || e instanceof java.nio.channels.ClosedByInterruptException)) {
+      if (Thread.currentThread() != thread && Interrupts.isOwnInterrupt(e)) {
         // The first fetch, on a reader that was interrupted meanwhile: that reader's outcome, not
         // the source's. Nothing is counted or backed off; the refill thread fetches at once.
         LOG.debug(

@@ -5,10 +5,9 @@ import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.core.read.MappingBudget;
+import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.ClosedChannelException;
 import java.util.EnumSet;
 import java.util.IdentityHashMap;
@@ -507,7 +506,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       readStatistics.addZeroCopyBytes(view.remaining());
       return view;
     } catch (IOException e) {
-      if (isOwnInterrupt(e)) {
+      if (Interrupts.isOwnInterrupt(e)) {
         throw e;
       }
       failed(t, i, e); // a truncated block file: the block goes stock for a while
@@ -651,7 +650,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
    */
   private boolean leaseAgainAfter(BlockTable t, int i, IOException e, int attempt)
       throws IOException {
-    if (isOwnInterrupt(e)) {
+    if (Interrupts.isOwnInterrupt(e)) {
       throw e;
     }
     if (e instanceof ClosedChannelException && attempt == 0) {
@@ -662,15 +661,6 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
     }
     failed(t, i, e);
     return false;
-  }
-
-  /**
-   * Stock's rule ({@code DFSInputStream.checkInterrupted}): on an interrupted thread, an interrupt
-   * exception is the read's outcome, not a property of the replica or the DataNode.
-   */
-  private static boolean isOwnInterrupt(IOException e) {
-    return (e instanceof ClosedByInterruptException || e instanceof InterruptedIOException)
-        && Thread.currentThread().isInterrupted();
   }
 
   private ReplicaLease lease(BlockTable t, int i, long pos) throws IOException {
@@ -698,7 +688,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase {
       fallbacks.increment();
       return null;
     } catch (IOException e) {
-      if (isOwnInterrupt(e)) {
+      if (Interrupts.isOwnInterrupt(e)) {
         throw e;
       }
       return noLease(t, i, e);

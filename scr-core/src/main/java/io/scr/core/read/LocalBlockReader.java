@@ -152,11 +152,7 @@ public final class LocalBlockReader {
     } catch (InternalError e) {
       throw faultOrRethrow(replica, position, e);
     } catch (RuntimeException e) {
-      IOException fault = truncationFault(replica, position, e);
-      if (fault == null) {
-        throw e;
-      }
-      throw fault;
+      throw faultOrRethrow(replica, position, e);
     }
   }
 
@@ -258,11 +254,7 @@ public final class LocalBlockReader {
     } catch (InternalError e) {
       throw faultOrRethrow(replica, position, e);
     } catch (RuntimeException e) {
-      IOException fault = truncationFault(replica, position, e);
-      if (fault == null) {
-        throw e;
-      }
-      throw fault;
+      throw faultOrRethrow(replica, position, e);
     }
   }
 
@@ -611,19 +603,19 @@ public final class LocalBlockReader {
    * otherwise ({@code MappedBlockReadTest} once saw an {@code ArrayIndexOutOfBoundsException}).
    * Turned into the fault's {@code IOException}, which the HDFS client answers by reading from
    * another replica, as for any failed short-circuit read; anything else is rethrown (a bug is not
-   * a truncation, and null is returned for it). The {@code fstat} is on this failure path only.
+   * a truncation). The {@code fstat} is on this failure path only.
    */
-  private IOException truncationFault(ReplicaFiles replica, long position, RuntimeException e) {
+  private IOException faultOrRethrow(ReplicaFiles replica, long position, RuntimeException e) {
     if (mapped == null || replica.dataMapping() == null) {
-      return null;
+      throw e;
     }
     try {
       if (replica.data().size() >= replica.length()) {
-        return null;
+        throw e;
       }
-    } catch (IOException | RuntimeException unknown) {
+    } catch (IOException unknown) {
       e.addSuppressed(unknown);
-      return null;
+      throw e;
     }
     return mappedFault(replica, position, e);
   }

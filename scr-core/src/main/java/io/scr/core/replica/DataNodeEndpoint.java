@@ -18,6 +18,7 @@ import io.scr.shm.SlotPool;
 import io.scr.shm.SlotPoolClosedException;
 import io.scr.shm.SlotPoolExhaustedException;
 import io.scr.shm.SlotReleaser;
+import io.scr.shm.internal.Interrupts;
 import java.io.Closeable;
 import java.io.EOFException;
 import java.io.FileDescriptor;
@@ -254,11 +255,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     try {
       grant = ShortCircuitExchanges.requestShm(pool, path, clientName);
     } catch (IOException e) {
-      if (isOwnInterrupt(e)) {
-        throw e; // a reader's interrupt, not the DataNode's failure (see the mapping's below)
-      }
-      backoff.recordFailure(path, FailureClass.SHM, e.getMessage());
-      firstSegment.complete(null);
+      shmFailed(e, e.getMessage());
       throw e;
     }
     DomainConnection connection = grant.connection();
@@ -269,15 +266,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       segment = Segment.map(grant.shmId(), fd, (int) Math.min(size, Integer.MAX_VALUE));
     } catch (IOException | RuntimeException e) {
       connection.close();
-      if (e instanceof IOException && isOwnInterrupt((IOException) e)) {
-        // The pool's first fetch runs on the reader that built it (as stock's does), and the
-        // channel that sizes the segment is interruptible (junixsocket's exchange is not): that
-        // reader's interrupt says nothing about the DataNode's shared memory. No backoff; the
-        // refill thread fetches instead.
-        throw e;
-      }
-      backoff.recordFailure(path, FailureClass.SHM, "mapping the segment failed: " + e);
-      firstSegment.complete(null);
+      shmFailed(e, "mapping the segment failed: " + e);
       throw e;
     }
     ShmId id = segment.id();
@@ -295,11 +284,19 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     return segment;
   }
 
-  /** Stock's rule: on an interrupted thread, an interrupt exception is that thread's outcome. */
-  private static boolean isOwnInterrupt(IOException e) {
-    return (e instanceof java.io.InterruptedIOException
-            || e instanceof java.nio.channels.ClosedByInterruptException)
-        && Thread.currentThread().isInterrupted();
+  /**
+   * A fetch failed: the path backs off shared memory ({@link FailureClass#SHM}) and the first
+   * segment's waiters stop waiting. Not for an interrupt of the fetching thread: the pool's first
+   * fetch runs on the reader that built it (as stock's does), and the channel that sizes a segment
+   * is interruptible (junixsocket's exchange is not), but that reader's interrupt says nothing
+   * about the DataNode's shared memory; the refill thread fetches instead.
+   */
+  private void shmFailed(Exception e, String reason) {
+    if (Interrupts.isOwnInterrupt(e)) {
+      return;
+    }
+    backoff.recordFailure(path, FailureClass.SHM, reason);
+    firstSegment.complete(null);
   }
 
   /**

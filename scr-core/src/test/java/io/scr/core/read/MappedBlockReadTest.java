@@ -68,6 +68,13 @@ class MappedBlockReadTest {
     return BLOCK_FILES.get(f);
   }
 
+  /** Cuts the block file of {@code f} to {@code bytes} under its open replica (block recovery). */
+  private static void truncateBlockFile(ReplicaFiles f, long bytes) throws IOException {
+    try (FileChannel w = FileChannel.open(blockFile(f), StandardOpenOption.WRITE)) {
+      w.truncate(bytes);
+    }
+  }
+
   /** One read of {@code len} bytes at {@code off} through {@code reader}, whichever way. */
   private static byte[] read(
       LocalBlockReader reader, ReplicaFiles f, int off, int len, boolean verify, int way)
@@ -231,9 +238,7 @@ class MappedBlockReadTest {
     try (ReplicaFiles f = write(data)) {
       assertArrayEquals(Arrays.copyOfRange(data, 0, 4096), read(reader, f, 0, 4096, true, 0));
       assertTrue(f.isDataMapped());
-      try (FileChannel w = FileChannel.open(blockFile(f), StandardOpenOption.WRITE)) {
-        w.truncate(4096);
-      }
+      truncateBlockFile(f, 4096);
       java.util.concurrent.atomic.AtomicReference<Throwable> seen =
           new java.util.concurrent.atomic.AtomicReference<>();
       java.util.concurrent.atomic.AtomicReference<byte[]> returned =
@@ -297,9 +302,7 @@ class MappedBlockReadTest {
           java.nio.ReadOnlyBufferException.class,
           () -> reader.read(f, 8192, readOnly, true, "/f"),
           "the block file is whole: not a truncation");
-      try (FileChannel w = FileChannel.open(blockFile(f), StandardOpenOption.WRITE)) {
-        w.truncate(4096);
-      }
+      truncateBlockFile(f, 4096);
       for (boolean verify : new boolean[] {true, false}) {
         IOException e =
             assertThrows(IOException.class, () -> reader.read(f, 8192, readOnly, verify, "/f"));
