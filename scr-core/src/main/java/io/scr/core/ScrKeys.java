@@ -293,7 +293,7 @@ public final class ScrKeys {
               + " rate, evictions, fds against the limit, short-circuit throughput and fallbacks"
               + " over the interval. 0 turns it off.");
 
-  // -------------------------------------------------- zero-copy reads (issue 16)
+  // -------------------------------------------------- zero-copy reads
 
   /** Zero-copy mapping budget: count. */
   public static final ScrKey<Integer> ZERO_COPY_MAX_MAPPINGS =
@@ -317,7 +317,7 @@ public final class ScrKeys {
               + " page cache's) are mapped at once for zero-copy reads, per file system. Beyond it"
               + " a zero-copy read copies through the caller's pool.");
 
-  // ---- prefetch on open (issue 16, deliverable 2) ----
+  // ---- prefetch on open ----
 
   /** Prefetch on open: blocks per file. */
   public static final ScrKey<Integer> PREFETCH_MAX_BLOCKS =
@@ -357,7 +357,7 @@ public final class ScrKeys {
               + " block that finds the queue full is not prefetched (counted in PrefetchSkipped)"
               + " rather than delaying open().");
 
-  // ---- mapped reads: a pread that makes no syscall (issue 16, deliverable 4) ----
+  // ---- mapped reads: a pread that makes no syscall ----
 
   /** Mapped reads: the switch. */
   public static final ScrKey<Boolean> READ_MAPPED_ENABLED =

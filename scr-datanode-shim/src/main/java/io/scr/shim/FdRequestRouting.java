@@ -14,24 +14,23 @@ import org.slf4j.LoggerFactory;
  * <p>Why both. A request served on its event loop costs two thread wake-ups (the request and the
  * receipt), as on a stock DataNode's {@code DataXceiver}; handed to a worker it costs two more (the
  * worker, and the event loop again for the bookkeeping). Measured on the 2-core benchmark machine
- * with the JIT warm, a replica's first read was 0.66x stock's median served on the loop and
- * 1.23-1.51x through the workers, in one round (docs/benchmarks.md, session 6); 0.53-0.64x on the
- * loop in two more (session 7, 1 and 8 threads). But an event loop serves many connections: while
- * it opens one replica's files they all wait. A file open that reads the disk (the DataNode's
- * directories or the meta file's header not in the kernel's caches) would stall every connection of
- * that loop, which a stock DataNode (a thread per connection) does not. So an fd request that takes
- * longer than {@code maxNanos} on a loop because the loop thread read from storage sends every fd
- * request to the workers for {@code backoffNanos}: a slow disk costs an event loop's other
- * connections at most one such stall per backoff.
+ * with the JIT warm, a replica's first read was 0.53-0.66x stock's median served on the loop (three
+ * rounds, 1 and 8 threads) and 1.23-1.51x through the workers (docs/benchmarks.md, "Replica open").
+ * But an event loop serves many connections: while it opens one replica's files they all wait. A
+ * file open that reads the disk (the DataNode's directories or the meta file's header not in the
+ * kernel's caches) would stall every connection of that loop, which a stock DataNode (a thread per
+ * connection) does not. So an fd request that takes longer than {@code maxNanos} on a loop because
+ * the loop thread read from storage sends every fd request to the workers for {@code backoffNanos}:
+ * a slow disk costs an event loop's other connections at most one such stall per backoff.
  *
  * <p>Only a storage read counts ({@link StallProbe}). A loop thread that waited for a lock (which
  * every thread serving a request needs too), was stopped by a garbage collection, waited for a core
  * or computed for that long would not have served faster on the workers; on the 2-core benchmark
- * machine such requests sent every fd request to the workers within the benchmark's warm-up
- * (sessions 6 and 7), for nothing. They are counted ({@code fd_requests_slow_kept_on_loop}) and
- * logged at DEBUG with their phases, and the loop keeps serving; a wait longer than {@link
- * #LONG_WAIT_FACTOR} times the bound moves them all the same. Where the cause cannot be told
- * ({@link StallProbe.Cause#UNKNOWN}) a slow request moves them, as every slow one did before.
+ * machine such requests sent every fd request to the workers within the benchmark's warm-up, for
+ * nothing. They are counted ({@code fd_requests_slow_kept_on_loop}) and logged at DEBUG with their
+ * phases, and the loop keeps serving; a wait longer than {@link #LONG_WAIT_FACTOR} times the bound
+ * moves them all the same. Where the cause cannot be told ({@link StallProbe.Cause#UNKNOWN}) a slow
+ * request moves them.
  *
  * <p>Each move is counted ({@code fd_requests_moved_to_workers}); the first is logged at INFO with
  * the remedy, later ones at DEBUG.

@@ -81,8 +81,9 @@ public final class ScrShimKeys {
               + " they are off the event loops (see scr.shim.fd.requests.on.event.loop).");
 
   /**
-   * Serve fd requests (op 87) on the event loop that decoded them instead of a worker (issue 16):
-   * no hand-off; a slow one moves them to the workers for a while ({@link FdRequestRouting}).
+   * Serve fd requests (op 87) on the event loop that decoded them instead of a worker: no hand-off,
+   * two thread wake-ups per request as a stock DataXceiver; a slow one moves them to the workers
+   * for a while ({@link FdRequestRouting}).
    */
   public static final Key FD_REQUESTS_ON_EVENT_LOOP =
       define(

@@ -40,7 +40,7 @@ final class ShimMetrics {
 
   /**
    * Where a granted REQUEST_SHORT_CIRCUIT_FDS (op 87) spends its time in the shim, from the frame
-   * decoded on the event loop to the fds passed (issue 16's breakdown of a replica open). Each is
+   * decoded on the event loop to the fds passed (the shim's part of a replica open). Each is
    * recorded once per op-87 request that passed fds; {@link #TOTAL} is the whole span.
    */
   enum FdPhase {

@@ -18,8 +18,8 @@ import jnr.ffi.Runtime;
  * loop serves the others. A lock (the dataset's, the slot registry's) makes every request that
  * needs it wait, whichever thread serves it; a GC stops every thread; and on a loaded host (two
  * cores, readers beside the DataNode) a loop that waits 5 ms for a core is common. Moving for those
- * only added two thread wake-ups to every request (sessions 6 and 7: a 2-core benchmark host moved
- * to the workers within its warm-up, for preemptions, GCs and lock waits of 5-35 ms).
+ * only added two thread wake-ups to every request (a 2-core benchmark host moved to the workers
+ * within its warm-up, for preemptions, GCs and lock waits of 5-35 ms).
  *
  * <p>The evidence is this thread's {@code getrusage(RUSAGE_THREAD)}: blocks read from storage
  * ({@code ru_inblock}: bios the thread submitted, task I/O accounting) and major page faults,

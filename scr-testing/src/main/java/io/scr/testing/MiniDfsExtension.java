@@ -26,11 +26,10 @@ public final class MiniDfsExtension
   /**
    * How long resources may take to wind down after the cluster shut down (threads ending, Netty's
    * graceful shutdown). 60 s. A socket that only the garbage collector closes passes a long wait,
-   * so a long wait hides leaks: one such socket was the segment connection of a first prefetch
-   * batch (ShimPrefetchBatchTest waited up to 43 s; fixed in session 7). The one that failed
-   * StockScrFaultTest in session 7's CI at 30 s was never going to close: a stock DataNode's
-   * watcher socket, left open when its thread died during a restart, now closed by {@link
-   * StockDataNodeWatchers}. A resource never released fails the check whatever the patience.
+   * so a long wait hides leaks (a segment connection of a prefetch batch left to the collector once
+   * made ShimPrefetchBatchTest wait up to 43 s). A stock DataNode's watcher socket, left open when
+   * its thread dies during a restart, never closes: {@link StockDataNodeWatchers} closes it. A
+   * resource never released fails the check whatever the patience.
    */
   private static final Duration RELEASE_PATIENCE = Duration.ofSeconds(60);
 

@@ -29,8 +29,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * The scr engine's hit path against the raw block file, in the same run: a random 4 KiB read at an
  * offset not aligned to checksum chunks, through each {@link EnginePath}. {@code
  * SCR_CLIENT_LEASE_READ} is what ScrFileSystem does per pread once the replica is cached: {@link
- * ScrClient#lease}, read, close. Goals (issue 6): about 0 B/op on the lease path (the GC profiler's
- * {@code gc.alloc.rate.norm}) and a verified read close to a raw pread.
+ * ScrClient#lease}, read, close. Goals: about 0 B/op on the lease path (the GC profiler's {@code
+ * gc.alloc.rate.norm}) and a verified read close to a raw pread.
  *
  * <p>The cluster is one stock DataNode with libhadoop (STOCK_SCR), so the engine gets its fds and
  * shared-memory slots from an unmodified DataNode; the file has {@value #BLOCKS} blocks of {@value

@@ -33,8 +33,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>Hit and miss counts are reported as JMH secondary metrics {@code lookups} and {@code misses}
  * (sums per measured iteration; the report computes the hit rate): for scr from {@code
- * ScrClient.cacheStats()}, for stock from {@link StockCacheCounter}. Target (issue 7): scr default
- * hit rate at least 99% where stock default thrashes.
+ * ScrClient.cacheStats()}, for stock from {@link StockCacheCounter}. Target: scr default hit rate
+ * at least 99% where stock default thrashes.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)

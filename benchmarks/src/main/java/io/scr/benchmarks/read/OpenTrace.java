@@ -24,7 +24,7 @@ import jdk.jfr.consumer.RecordingStream;
  * wait for the context's set-up: connections, slot pool, threads, first segment), else by what it
  * overlapped (a GC pause, else an open, else a close, else none of these), and appends the count,
  * share, p50, p99 and p99.9 of each class to {@code FILE} and stderr: how much of a path's tail is
- * the harness's and the collector's, and how much its own (docs/benchmarks.md, sessions 9 and 10).
+ * the harness's and the collector's, and how much its own (docs/benchmarks.md, "Replica open").
  *
  * <p>Concurrency: {@link #read} is called by every reader (one atomic increment, three array
  * stores; reads past the capacity are dropped and counted); {@link #harness} and {@link #window}

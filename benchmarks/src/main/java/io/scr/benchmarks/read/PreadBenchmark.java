@@ -24,11 +24,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * (one method per thread count; the report folds them into one table). Score: µs per read, for each
  * thread (so throughput is threads / score).
  *
- * <p>Targets (issue 7, ratios within one run): at 4 KiB and one thread {@code SCR_FILESYSTEM} takes
- * at most 1.5x the time of {@code RAW_PREAD}, is at least 2.5x faster than {@code STOCK_SCR_TUNED}
- * and 8x faster than {@code STOCK_SCR_HBASE}; two threads give at least 1.7x the one-thread
- * throughput, 32 threads at least 0.9x the two-thread throughput; about 0 B/op for {@code
- * SCR_FILESYSTEM} under {@code -prof gc}.
+ * <p>Targets (ratios within one run): at 4 KiB and one thread {@code SCR_FILESYSTEM} takes at most
+ * 1.5x the time of {@code RAW_PREAD}, is at least 2.5x faster than {@code STOCK_SCR_TUNED} and 8x
+ * faster than {@code STOCK_SCR_HBASE}; two threads give at least 1.7x the one-thread throughput, 32
+ * threads at least 0.9x the two-thread throughput; about 0 B/op for {@code SCR_FILESYSTEM} under
+ * {@code -prof gc}.
  *
  * <p>The file has {@value #BLOCKS} blocks of {@value #BLOCK_SIZE} bytes, read entirely and checked
  * in setup. Each thread reads its own pre-computed uniform random sequence of offsets, not aligned

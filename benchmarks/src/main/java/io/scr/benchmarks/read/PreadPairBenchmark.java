@@ -32,9 +32,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * both paths share the fork, the JIT's luck, the page cache and whatever else runs on the machine;
  * each has a core (2 threads on 2 cores, the DataNode idle since every read is local and cached).
  *
- * <p>{@code SCR_FILESYSTEM_MAPPED} is {@code ScrFileSystem} with mapped reads on (issue 16,
- * deliverable 4: no {@code pread} per read once a replica is hot); target: at most 1.0x {@code
- * RAW_PREAD}.
+ * <p>{@code SCR_FILESYSTEM_MAPPED} is {@code ScrFileSystem} with mapped reads on (no {@code pread}
+ * per read once a replica is hot); target: at most 1.0x {@code RAW_PREAD}.
  *
  * <p>Same file layout and offsets as {@link PreadBenchmark}: {@value PreadBenchmark#BLOCKS} blocks
  * of {@value PreadBenchmark#BLOCK_SIZE} bytes, read and checked in setup through both paths;

@@ -24,9 +24,9 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Prefetch on open (issue 16, deliverable 2): open a file of {@value #BLOCKS} blocks of {@value
- * #BLOCK_SIZE} bytes and read one random {@value #READ} bytes from each block in turn, one read per
- * operation, p50/p99 with JMH's {@code SampleTime}, one thread.
+ * Prefetch on open: open a file of {@value #BLOCKS} blocks of {@value #BLOCK_SIZE} bytes and read
+ * one random {@value #READ} bytes from each block in turn, one read per operation, p50/p99 with
+ * JMH's {@code SampleTime}, one thread.
  *
  * <p>Every {@value #BLOCKS} operations the file is opened again on a new file system with its own
  * client context, so the replica cache (scr's, or stock's short-circuit cache) starts empty; the

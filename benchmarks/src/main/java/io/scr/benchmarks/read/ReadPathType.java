@@ -72,7 +72,7 @@ public enum ReadPathType {
   /**
    * Mode A: {@code ScrFileSystem} with mapped reads on ({@code scr.client.read.mapped.enabled}, off
    * by default: a read of a hot replica is a copy from a mapping of its block file, no {@code
-   * pread}; issue 16, deliverable 4).
+   * pread}).
    */
   SCR_FILESYSTEM_MAPPED(
       DataNodeMode.STOCK_SCR,

@@ -39,11 +39,11 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Reads of blocks the local DataNode does not hold (issue 14, "remote blocks cost what stock
- * costs"): a two-DataNode cluster of the path's mode, a file whose every block lives only on
- * DataNode 1, and a client given only DataNode 0's socket ({@code scr.client.socket.paths}), so
- * every block is remote to scr and read the stock way over TCP. Random 4 KiB preads, checksums
- * verified, page cache warm. Score: µs per read.
+ * Reads of blocks the local DataNode does not hold, which must cost what stock costs: a
+ * two-DataNode cluster of the path's mode, a file whose every block lives only on DataNode 1, and a
+ * client given only DataNode 0's socket ({@code scr.client.socket.paths}), so every block is remote
+ * to scr and read the stock way over TCP. Random 4 KiB preads, checksums verified, page cache warm.
+ * Score: µs per read.
  *
  * <ul>
  *   <li>{@code pread}: one thread, each path in its own fork ({@code STOCK_TCP} is the baseline).

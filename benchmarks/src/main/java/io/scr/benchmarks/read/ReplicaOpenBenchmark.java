@@ -46,10 +46,10 @@ import org.openjdk.jmh.infra.IterationParams;
 import org.openjdk.jmh.runner.IterationType;
 
 /**
- * Replica open: the first read of a block the client has never read (P1/P3/P4 of the design brief:
- * fd request round trip, shared-memory slot, socket), p50/p99 with JMH's {@code SampleTime}, at 1 2
- * and 8 threads. Target (issue 7): p99 at most 300 µs at 8 threads for scr (stock measured on the
- * reference machine: p50 846 µs, p99 6.4 ms).
+ * Replica open: the first read of a block the client has never read (the fd request round trip, the
+ * shared-memory slot, the socket), p50/p99 with JMH's {@code SampleTime}, at 1 2 and 8 threads.
+ * Target: p99 at most 300 µs at 8 threads for scr (stock measured on the reference machine: p50 846
+ * µs, p99 6.4 ms).
  *
  * <p>The file has {@value #BLOCKS} blocks of {@value #BLOCK_SIZE} bytes. Each operation reads
  * {@value #READ} bytes of the next block. Every {@value #BLOCKS} operations make a
@@ -61,33 +61,32 @@ import org.openjdk.jmh.runner.IterationType;
  * behind, which the samples then show honestly. {@code RAW_PREAD} opens the block file, preads and
  * closes it.
  *
- * <p><b>When generations are opened</b> ({@link #generations}, issue 16, session 9). Opening one (a
- * file system, a client context, the NameNode's answer for 2048 blocks, all in this JVM) costs tens
- * of milliseconds, and closing one tens more. {@code DURING} (the default, as every session's
- * figures so far): the background thread opens each generation while the readers read, so much of
- * every path's p99 is this harness's work (docs/benchmarks.md, session 9). {@code BEFORE}: each
+ * <p><b>When generations are opened</b> ({@link #generations}). Opening one (a file system, a
+ * client context, the NameNode's answer for 2048 blocks, all in this JVM) costs tens of
+ * milliseconds, and closing one tens more. {@code DURING} (the default, comparable with the
+ * generated results in docs/benchmarks.md): the background thread opens each generation while the
+ * readers read, so much of every path's p99 is this harness's work. {@code BEFORE}: each
  * iteration's setup opens as many generations as the iteration before used, and a margin; only
  * closing (client work: replicas closed while others open) and, if the readers outrun the estimate,
  * an open ({@link OpenPhases#harnessOpens}) happen while measuring. On a machine whose idle cores
  * are slow to wake (this 2-core VM) {@code BEFORE} also lets the cores idle more between
  * operations, which the medians then show.
  *
- * <p><b>Where an open's time goes</b> (issue 16), as secondary results ({@link OpenPhases}, µs):
- * the client's own timers ({@code ClientCounters.OpenPhase}: slot allocation, the op-87 exchange
- * round trip, the files: channels, meta header and checksums) for the scr paths, p50 and p99 of
- * each client generation closed during the iteration (else of the one being read), averaged over
- * those generations; and in mode B the shim's ({@code phase.request_fds.*} of its counters: queue
- * to a worker, checks, file opens, slot registration, hand-off back to the event loop, send of the
- * reply and fds, total), the mean of the iteration and the p50 and p99 since the trial began
- * (warm-up included). JMH sums secondary results over the iterations: read the per-iteration
- * values.
+ * <p><b>Where an open's time goes</b>, as secondary results ({@link OpenPhases}, µs): the client's
+ * own timers ({@code ClientCounters.OpenPhase}: slot allocation, the op-87 exchange round trip, the
+ * files: channels, meta header and checksums) for the scr paths, p50 and p99 of each client
+ * generation closed during the iteration (else of the one being read), averaged over those
+ * generations; and in mode B the shim's ({@code phase.request_fds.*} of its counters: queue to a
+ * worker, checks, file opens, slot registration, hand-off back to the event loop, send of the reply
+ * and fds, total), the mean of the iteration and the p50 and p99 since the trial began (warm-up
+ * included). JMH sums secondary results over the iterations: read the per-iteration values.
  *
  * <p>The accessor paths share the engine ({@code ScrClient}) that {@code SCR_FILESYSTEM} measures
  * here; they are left out because the accessor holds its engines per context for the life of the
  * JVM, which a generation per 2048 reads would exhaust fds with.
  *
  * <p>12 warm-up iterations: with 3, the JIT's compiler threads still used 4.0-4.4 s of CPU in the 8
- * s after them (per-thread CPU from /proc, session 6), on the 2 cores the readers share.
+ * s after them (per-thread CPU from /proc), on the 2 cores the readers share.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
@@ -120,7 +119,7 @@ public class ReplicaOpenBenchmark {
 
   /** When generations are opened (see the class comment). */
   public enum Generations {
-    /** By the background thread while reads are timed: the harness of every session before 9. */
+    /** By the background thread while reads are timed (the default). */
     DURING,
     /** By each iteration's setup, as many as the iteration before used and a margin. */
     BEFORE
@@ -518,7 +517,7 @@ public class ReplicaOpenBenchmark {
                   "dfs.client.context",
                   "replica-open-" + ProcessHandle.current().pid() + "-g" + number);
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
-              // Real opens on the reading thread (issue 16): no replica opened ahead on open.
+              // Real opens on the reading thread: no replica opened ahead on open.
               c.setInt("scr.client.prefetch.max-blocks", 0);
             });
     return new Generation(number, fs, fs.open(new Path(FILE)));
@@ -537,7 +536,7 @@ public class ReplicaOpenBenchmark {
       // Its timers are read when the iteration ends (OpenPhases.record), not here: a snapshot
       // also counts the process's open fds (a /proc/self/fd listing) and walks the cache, about 7
       // ms of harness work per generation that the stock paths do not pay, and closes run while
-      // reads are timed (session 10).
+      // reads are timed.
       closedEngines.add(
           new ClosedEngine(g.number, ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient()));
     }

@@ -34,10 +34,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * DataNode). {@code serverWorkMicros=40} is about what a DataNode spends on an fd request (the
  * shim's own timers: 31-57 µs at the median on this machine, docs/benchmarks.md).
  *
- * <p>Why it exists (issue 16, session 10): {@link ReplicaOpenBenchmark}'s target asks scr's p99 for
- * a real open to be at most half of stock's. On this project's 2-core virtual machine both paths'
- * p99 follows this floor's p99 (a woken vCPU's latency), not either client's work; this benchmark
- * shows how far that floor is from each path's figures in the same session.
+ * <p>Why it exists: {@link ReplicaOpenBenchmark}'s target asks scr's p99 for a real open to be at
+ * most half of stock's. On this project's 2-core virtual machine both paths' p99 follows this
+ * floor's p99 (a woken vCPU's latency), not either client's work; this benchmark shows how far that
+ * floor is from each path's figures in the same run.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.SampleTime)

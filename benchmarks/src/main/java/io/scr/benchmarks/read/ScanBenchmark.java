@@ -21,8 +21,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * A sequential scan with 1 MiB reads (Spark and MapReduce input, HBase compactions), page cache
  * warm, through every {@link ReadPathType}: stateful {@code read(byte[], int, int)} calls on one
  * stream, starting over at the end of the file. Score: µs per 1 MiB read (so MiB/s is 10^6 /
- * score). Target (issue 7): {@code SCR_FILESYSTEM} at least 0.8x the throughput of {@code
- * RAW_PREAD}; issue 16: {@code SCR_FILESYSTEM_MAPPED} (mapped reads) at least 0.9x.
+ * score). Targets: {@code SCR_FILESYSTEM} at least 0.8x the throughput of {@code RAW_PREAD}; {@code
+ * SCR_FILESYSTEM_MAPPED} (mapped reads) at least 0.9x.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)

@@ -26,8 +26,8 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Zero-copy reads ({@code read(ByteBufferPool, int, EnumSet)} with {@code SKIP_CHECKSUMS}, issue 16
- * deliverable 3) against copying reads, page cache warm, one thread, one stream per trial:
+ * Zero-copy reads ({@code read(ByteBufferPool, int, EnumSet)} with {@code SKIP_CHECKSUMS}) against
+ * copying reads, page cache warm, one thread, one stream per trial:
  *
  * <ul>
  *   <li>{@code scan1m}: a sequential pass in 1 MiB reads, starting over at the end of the file; a

@@ -8,9 +8,9 @@ import java.util.Optional;
 import java.util.function.Predicate;
 
 /**
- * The speed and memory targets of issue 7, each computed from results of one run as a ratio (or a
- * figure) and compared with its goal. A target whose results are missing is reported as not
- * measured, never as met.
+ * scr's speed and memory targets, each computed from results of one run as a ratio (or a figure)
+ * and compared with its goal. A target whose results are missing is reported as not measured, never
+ * as met.
  */
 final class Targets {
   private Targets() {}

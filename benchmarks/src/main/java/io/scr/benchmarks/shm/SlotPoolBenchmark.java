@@ -22,7 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * Slot allocation + release pairs per second at 1, 2 and 8 threads: scr's lock-free {@code
  * SlotPool} against a stock-like single-lock pool, in the same run. With 2 cores, 8 threads measure
- * behaviour under oversubscription (the issue's "no collapse"), not parallel speed-up.
+ * behaviour under oversubscription (the pool must not collapse), not parallel speed-up.
  *
  * <p>Setup holds {@link #held} slots for the whole trial, as a client's replica cache holds open
  * replicas; without them the stock-like pool would tear its only segment down and reload it on
@@ -78,7 +78,7 @@ public class SlotPoolBenchmark {
     pool.close();
   }
 
-  /** One thread, uncontended: the target is at least 10 million pairs per second. */
+  /** One thread, uncontended: the target is at least 10 million pairs per second. */
   @Benchmark
   @Threads(1)
   public Slot pairs1Thread() {

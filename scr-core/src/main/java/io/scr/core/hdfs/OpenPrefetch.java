@@ -18,8 +18,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Prefetch on open (issue 16): when a {@link ScrInputStream} opens a file, the replicas of its
- * local, finalized blocks are opened ahead on one of the engine's prefetch threads ({@link
+ * Prefetch on open: when a {@link ScrInputStream} opens a file, the replicas of its local,
+ * finalized blocks are opened ahead on one of the engine's prefetch threads ({@link
  * ScrClient#submitPrefetch}) and left in the replica cache, so the stream's first read of each is a
  * cache hit instead of an op-87 exchange on the reading thread.
  *

@@ -6,10 +6,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The policy and counters of mapped reads (issue 16, deliverable 4): a {@link LocalBlockReader}
- * given one copies the bytes of a hot replica from a mapping of its block file instead of making a
- * {@code pread}, then verifies the covering checksum chunks over the copy exactly as after a {@code
- * pread}. No syscall on such a read (the checksums come from the mapped meta file).
+ * The policy and counters of mapped reads: a {@link LocalBlockReader} given one copies the bytes of
+ * a hot replica from a mapping of its block file instead of making a {@code pread}, then verifies
+ * the covering checksum chunks over the copy exactly as after a {@code pread}. No syscall on such a
+ * read (the checksums come from the mapped meta file).
  *
  * <p><b>Hot.</b> A replica is mapped on its {@link #minReads()}th read (counted per open replica,
  * approximately: the count is racy by design, it only decides when to map), or read from its

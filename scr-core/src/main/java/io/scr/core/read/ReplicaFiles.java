@@ -21,8 +21,9 @@ import org.slf4j.LoggerFactory;
  * when {@link ChecksumMappings} allows it. Either way the meta channel is then closed at once, so
  * the replica holds one fd. Otherwise the meta channel stays open and checksums are pread. A small
  * meta file is copied rather than mapped because a mapping costs an {@code mmap} at open and a page
- * replacement at close, both serialized on the process's memory-map lock (the tail of replica opens
- * at 8 threads, issue 16), and pins at least a page anyway: the copy is never larger.
+ * replacement at close, both serialized on the process's memory-map lock (mapping them put
+ * milliseconds into the p99 of replica opens at 8 threads), and pins at least a page anyway: the
+ * copy is never larger.
  *
  * <p><b>Interrupts.</b> The channels are made uninterruptible when the JVM allows it ({@link
  * UninterruptibleChannels}): a {@code Thread.interrupt()} of one reader then cannot close the

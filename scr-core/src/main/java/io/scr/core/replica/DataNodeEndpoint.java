@@ -45,10 +45,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The pool is created on first use, so a path that is never read from costs no threads; the
  * reader that creates it fetches its first segment on its own thread, as stock does, instead of
- * waiting for the new refill thread to start and fetch it (docs/benchmarks.md, session 11). Without
- * shared memory (disabled, unavailable in this JVM, or the DataNode refused and the {@link
- * FailureClass#SHM} backoff is active) {@link #allocateSlot()} returns null and replicas are opened
- * without a slot.
+ * waiting for the new refill thread to be scheduled and fetch it, which made a new engine's first
+ * read slower (docs/benchmarks.md, "Replica open"). Without shared memory (disabled, unavailable in
+ * this JVM, or the DataNode refused and the {@link FailureClass#SHM} backoff is active) {@link
+ * #allocateSlot()} returns null and replicas are opened without a slot.
  *
  * <p>Concurrency: thread-safe. The pool is created once under this object's monitor; allocation is
  * the pool's lock-free path. {@code segments} maps segment ids to their connections (concurrent).
@@ -302,11 +302,11 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
   /**
    * The DataNode closed a segment's connection (watcher thread). The segment may not be in the pool
    * yet: the watch starts in {@link #fetch()}, before the pool adopts what it returns; the pool
-   * remembers a disconnect of the segment it is fetching (issue 14: it used to be lost, and the
-   * dead segment stayed allocatable). During the pool's very first fetch {@code slots} may not be
-   * set yet: the monitor is held while the pool is built (which makes that first fetch on the
-   * reader's thread), so taking it waits for that (one op-89 exchange, once per endpoint) instead
-   * of dropping the report.
+   * remembers a disconnect of the segment it is fetching (a lost report would leave the dead
+   * segment allocatable, and the DataNode refuses every fd request carrying one of its slots).
+   * During the pool's very first fetch {@code slots} may not be set yet: the monitor is held while
+   * the pool is built (which makes that first fetch on the reader's thread), so taking it waits for
+   * that (one op-89 exchange, once per endpoint) instead of dropping the report.
    */
   private void onDisconnect(ShmId id) {
     SlotPool p = slots;
