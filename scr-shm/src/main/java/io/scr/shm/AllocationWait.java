@@ -23,7 +23,17 @@ import java.util.function.LongSupplier;
  * SlotPool#releaseUnregistered}, a slot a departing waiter passed on with nobody left to take it,
  * or a race with a waiter not yet counted) before a waiter's next re-check, and a caller that tells
  * a batch itself keeps one slot of it without ever queueing. What holds is that every waiter makes
- * progress without depending on any one thread, and leaves after at most the maximum wait.
+ * progress without depending on any one thread.
+ *
+ * <p><b>How long a caller can take.</b> A caller returns or throws at most the maximum allocation
+ * wait after it entered, plus the release round trip it may have started just before that: no
+ * caller <em>starts</em> telling a segment's releases once its wait has run out, but one it started
+ * runs to its end, since the taken slots must be told before anyone may reuse them. That round trip
+ * is the releaser calls for one segment's pending slots, at most {@code ceil(slots per segment /
+ * maximum release batch)} calls (one with the defaults: a stock segment has 128 slots, the batch is
+ * 128), each bounded by the releaser's own I/O timeout (in scr-core, the DataNode exchange
+ * timeout). With a maximum wait of zero the caller still tells one segment's releases before it
+ * gives up. Scheduling delays come on top, as for any wait.
  *
  * <p><b>Concurrency contract.</b> Runs on the allocating caller's thread, any number at once, no
  * lock. Each queued caller helps whenever it runs: the oldest takes from the bitmap and tells
@@ -41,7 +51,8 @@ final class AllocationWait {
   /**
    * A parked caller re-checks at least this often. Only a safety net: every event that can let a
    * waiter proceed unparks it (a hand-off, the first pending release of a word, the head leaving,
-   * close), so a waiter does not poll; before issue 14 it rescanned every 1 ms.
+   * close), so waiters do not poll: a rescan every millisecond by each waiter took CPU from the
+   * threads that free slots, on exactly the overloaded machines where callers wait.
    */
   private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
 
@@ -55,6 +66,8 @@ final class AllocationWait {
   private final LongSupplier ticker;
   private final long maxAllocationWaitNanos;
   private final int lowWatermark;
+  private final String maxAllocationWaitName;
+  private final String lowWatermarkName;
 
   AllocationWait(
       SlotPool.Builder b,
@@ -74,6 +87,8 @@ final class AllocationWait {
     this.ticker = b.ticker;
     this.maxAllocationWaitNanos = b.maxAllocationWait.toNanos();
     this.lowWatermark = b.lowWatermark;
+    this.maxAllocationWaitName = b.maxAllocationWaitName;
+    this.lowWatermarkName = b.lowWatermarkName;
   }
 
   // Thread.yield is deliberate: with more busy threads than cores (the 8-threads-on-2-cores case),
@@ -84,7 +99,8 @@ final class AllocationWait {
       throw closedException();
     }
     long start = ticker.getAsLong();
-    Slot slot = batcher.releaseOnCaller();
+    long deadline = start + maxAllocationWaitNanos;
+    Slot slot = batcher.releaseOnCaller(deadline);
     if (slot == null) {
       slot = table.tryAllocate();
     }
@@ -102,7 +118,6 @@ final class AllocationWait {
       // after queueing, so the refill thread sees a waiter and fetches (see needsSegment).
       refiller.requestGrowth();
     }
-    long deadline = start + maxAllocationWaitNanos;
     int round = 0;
     while (true) {
       if (me.isFilled()) {
@@ -112,15 +127,15 @@ final class AllocationWait {
       // the bitmap.
       if (waiters.isOldest(me)) {
         slot = table.tryAllocate();
-        if (slot == null) {
-          slot = batcher.releaseOnCaller();
+        if (slot == null && ticker.getAsLong() - deadline < 0) {
+          slot = batcher.releaseOnCaller(deadline);
         }
         if (slot != null) {
           return leaveWith(start, me, slot);
         }
       } else {
         allocator.serveWaitersFromBitmap();
-        if (!me.isFilled()) {
+        if (!me.isFilled() && ticker.getAsLong() - deadline < 0) {
           batcher.releaseForWaiters();
         }
         if (me.isFilled()) {
@@ -219,11 +234,11 @@ final class AllocationWait {
         .append(counters.segmentFetchFailures.get())
         .append(" segment fetch failures). The read proceeds without a slot. If this recurs under")
         .append(" normal load, raise ")
-        .append(SlotPool.MAX_ALLOCATION_WAIT_KEY)
+        .append(maxAllocationWaitName)
         .append(" (now ")
         .append(TimeUnit.NANOSECONDS.toMillis(maxAllocationWaitNanos))
         .append(" ms) or ")
-        .append(SlotPool.LOW_WATERMARK_KEY)
+        .append(lowWatermarkName)
         .append(" (now ")
         .append(lowWatermark)
         .append(" slots), or check the DataNode's segment limit.");

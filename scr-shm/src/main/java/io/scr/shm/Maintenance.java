@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * thread lingers one batch delay after its last pending release, then announces {@link #isIdle()}
  * and parks until signalled; it announces before it re-checks for pending releases, so a release
  * that finds it not idle is seen by that re-check, and one that finds it idle signals it. No lock
- * is held here; the table's lock is taken briefly by retiring and returning.
+ * is held here; the segment lock is taken briefly by retiring and returning.
  */
 final class Maintenance {
   private static final Logger LOG = LoggerFactory.getLogger(SlotPool.class);

@@ -32,7 +32,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * out of the allocation array; still alive on the DataNode, so releases are still sent) or DEAD
  * (disconnected or a release failed; slots invalidated, releases not sent) → RETURNED (handed back
  * to the source, exactly once, when every bit is free again and nothing is pending). RETIRED may
- * also become DEAD. Transitions happen under the {@link SegmentTable}'s lock.
+ * also become DEAD. Transitions happen under the pool's segment lock ({@link SegmentTable}).
  *
  * <p>The one race that matters: an allocator that read an old allocation array may claim a bit of a
  * segment that is no longer ACTIVE. It checks the state <em>after</em> its CAS and puts the bit

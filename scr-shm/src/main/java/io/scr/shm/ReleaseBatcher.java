@@ -3,6 +3,7 @@ package io.scr.shm;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * exactly one thread and no slot is in two releaser calls; the releaser itself may run on several
  * threads at once, each with different slots. The taken bits keep their segment mapped until they
  * are freed (the {@link SegmentTable} rule). {@link #inFlight} counts taken-but-not-freed slots,
- * for gauges and growth only. A failed releaser call kills the segment (the table's lock, briefly)
+ * for gauges and growth only. A failed releaser call kills the segment (the segment lock, briefly)
  * and then runs {@code onSegmentKilled}; no lock is held while calling the releaser.
  */
 final class ReleaseBatcher {
@@ -32,6 +33,7 @@ final class ReleaseBatcher {
   private final PoolCounters counters;
   private final int maxReleaseBatch;
   private final Runnable onSegmentKilled;
+  private final LongSupplier ticker;
 
   /** Slots taken from pending bitmaps whose release is being told: neither free nor pending. */
   private final AtomicInteger inFlight = new AtomicInteger();
@@ -43,7 +45,8 @@ final class ReleaseBatcher {
       SlotReleaser releaser,
       PoolCounters counters,
       int maxReleaseBatch,
-      Runnable onSegmentKilled) {
+      Runnable onSegmentKilled,
+      LongSupplier ticker) {
     this.name = name;
     this.table = table;
     this.allocator = allocator;
@@ -51,6 +54,7 @@ final class ReleaseBatcher {
     this.counters = counters;
     this.maxReleaseBatch = maxReleaseBatch;
     this.onSegmentKilled = onSegmentKilled;
+    this.ticker = ticker;
   }
 
   /** Slots being told right now (never negative). */
@@ -60,15 +64,20 @@ final class ReleaseBatcher {
 
   /**
    * The pool has no free slot: take every pending release of the first active segment that has any,
-   * tell the DataNode on this thread, keep one slot and free the rest (waiters first). Null when
-   * nothing was pending, the release failed, or the segment died meanwhile.
+   * tell the DataNode on this thread, keep one slot and free the rest (waiters first). When that
+   * segment yields no slot (its release failed, or it died meanwhile), moves on to the next one
+   * only before {@code deadline} (ticker time), so a caller starts no segment's round trip after
+   * its allocation wait ran out. Null when nothing was pending, or no told segment yielded a slot.
    */
-  Slot releaseOnCaller() {
+  Slot releaseOnCaller(long deadline) {
     for (PooledSegment entry : table.active()) {
       if (entry.hasPending()) {
         Slot slot = tellAndFree(entry, -1, true, true);
         if (slot != null) {
           return slot;
+        }
+        if (ticker.getAsLong() - deadline >= 0) {
+          return null;
         }
       }
     }

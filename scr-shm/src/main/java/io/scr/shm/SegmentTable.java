@@ -6,7 +6,6 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,13 +15,22 @@ import org.slf4j.LoggerFactory;
  * flight, and the pool's closed flag. It owns the rule that keeps segment memory safe: <em>touch a
  * segment's slots only while holding one of its bits (claimed from free or taken from pending);
  * return a segment to the source only when it is not ACTIVE and every bit is free</em>. So a
- * claimed bit keeps its segment mapped, whatever the table does meanwhile.
+ * claimed bit keeps its segment mapped, whatever the table does meanwhile. The one exception is
+ * killing a segment, which invalidates every slot while holding the segment lock instead, since
+ * returning a segment takes that lock too.
  *
- * <p><b>Concurrency contract.</b> {@link #lock} guards membership ({@link #byId}, the two arrays'
- * writes), every state transition, the fetch bookkeeping and the closed flag's write. The arrays
- * are copy-on-write and volatile, so allocators, releasers and gauges scan them without the lock
- * and may see a stale array (handled by {@link PooledSegment#tryClaim}'s state re-check). The lock
- * is never held while calling the source or anything outside this class. Threads that take it: the
+ * <p><b>Concurrency contract.</b> The pool's segment lock ({@link ActiveSegments#segmentLock}, held
+ * in the pool object so that the fast paths' fields and the lock that orders their writes live
+ * together) guards membership ({@link #byId}, the writes of both arrays), every state transition,
+ * the fetch bookkeeping and the closed flag's write. The arrays are copy-on-write and volatile, so
+ * allocators, releasers and gauges scan them without the lock and may see a stale array (handled by
+ * {@link PooledSegment#tryClaim}'s state re-check). Under the lock this class calls only code that
+ * neither blocks nor takes a lock: {@link PooledSegment}'s state CAS and bitmap reads, and, when a
+ * segment dies, {@link Segment#invalidateAll} (a CAS loop per slot word of the mapped memory, which
+ * only the peer's own CASes contend). The invalidation must happen under the lock: the lock is what
+ * keeps {@link #returnEmptySegments} from handing the segment back (and unmapping it) while its
+ * words are written. The source is called only after the lock is released, and nothing called under
+ * it calls back into the pool, so the lock cannot be part of a deadlock. Threads that take it: the
  * refill thread (fetch start/end, {@link #adopt}); the maintenance thread (retiring surplus,
  * returning empty segments); whoever reports a disconnect ({@link SlotPool#segmentDisconnected},
  * any thread); a caller or the maintenance thread whose releaser call failed ({@link #kill}); the
@@ -38,31 +46,32 @@ final class SegmentTable {
   private final PoolCounters counters;
 
   /**
-   * Where the ACTIVE array and the closed flag live: in the pool object, which the fast paths
-   * dereference anyway ({@link ActiveSegments}). Written only here, under the lock.
+   * Where the ACTIVE array, the closed flag and the segment lock live: in the pool object, which
+   * the fast paths dereference anyway ({@link ActiveSegments}).
    */
   private final ActiveSegments fast;
 
-  /** Every segment not yet returned; copy-on-write under the lock, for lock-free scans. */
+  /**
+   * Every segment not yet returned; copy-on-write, written under the segment lock, read without it
+   * (lock-free scans).
+   */
   private volatile PooledSegment[] live = NO_SEGMENTS;
 
-  private final ReentrantLock lock = new ReentrantLock();
-
-  @GuardedBy("lock")
+  @GuardedBy("fast.segmentLock")
   private final Map<ShmId, PooledSegment> byId = new HashMap<>();
 
   /**
    * A fetch is between {@link SegmentSource#fetch()} and {@link #adopt}: a disconnect of an unknown
    * segment may be of the segment in flight (a source that watches its peer from {@code fetch}).
    */
-  @GuardedBy("lock")
+  @GuardedBy("fast.segmentLock")
   private boolean fetching;
 
   /**
    * Segments reported disconnected while {@link #fetching} and not in the pool: the fetch in flight
    * is not adopted if it is one of them. Cleared when the fetch ends, so it stays tiny.
    */
-  @GuardedBy("lock")
+  @GuardedBy("fast.segmentLock")
   private final List<ShmId> disconnectedWhileFetching = new ArrayList<>(1);
 
   SegmentTable(String name, ActiveSegments fast, SegmentSource source, PoolCounters counters) {
@@ -96,15 +105,15 @@ final class SegmentTable {
 
   /** Marks the table closed; false if it already was. Nothing is adopted afterwards. */
   boolean close() {
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       if (fast.closed) {
         return false;
       }
-      fast.closed = true;
+      fast.markClosed();
       return true;
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
@@ -120,7 +129,7 @@ final class SegmentTable {
 
   /** The peer dropped segment {@code id}: kill it, or remember it for the fetch in flight. */
   Disconnect disconnect(ShmId id) {
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       PooledSegment entry = byId.get(id);
       if (entry == null) {
@@ -132,73 +141,74 @@ final class SegmentTable {
       }
       return killLocked(entry) ? Disconnect.KILLED : Disconnect.UNKNOWN;
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
   /** ACTIVE/RETIRED → DEAD, out of allocation, every slot invalid; false if it was neither. */
   boolean kill(PooledSegment entry) {
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       return killLocked(entry);
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
-  @GuardedBy("lock")
+  @GuardedBy("fast.segmentLock")
   private boolean killLocked(PooledSegment entry) {
     if (!entry.transition(PooledSegment.ACTIVE, PooledSegment.DEAD)
         && !entry.transition(PooledSegment.RETIRED, PooledSegment.DEAD)) {
       return false;
     }
-    fast.active = without(fast.active, entry);
-    // The segment cannot be returned (and unmapped) while we hold the lock.
+    fast.publishActive(without(fast.active, entry));
+    // Under the lock on purpose: it keeps returnEmptySegments from unmapping the segment while
+    // its words are written (a CAS per slot word, no lock, no I/O).
     entry.segment.invalidateAll();
     return true;
   }
 
   /** Close: every segment DEAD (slots invalid), nothing allocatable. */
   void killAll() {
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       for (PooledSegment entry : live) {
         killLocked(entry);
       }
-      fast.active = NO_SEGMENTS;
+      fast.publishActive(NO_SEGMENTS);
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
   /** ACTIVE → RETIRED: out of allocation, still alive at the peer (surplus). */
   void retire(PooledSegment entry) {
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       if (entry.transition(PooledSegment.ACTIVE, PooledSegment.RETIRED)) {
-        fast.active = without(fast.active, entry);
+        fast.publishActive(without(fast.active, entry));
       }
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
   void startFetch() {
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       fetching = true;
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
   void endFetch() {
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       fetching = false;
       disconnectedWhileFetching.clear();
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
@@ -218,7 +228,7 @@ final class SegmentTable {
    */
   Adoption adopt(PooledSegment entry) {
     Segment segment = entry.segment;
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       boolean diedInFlight = disconnectedWhileFetching.contains(segment.id());
       fetching = false;
@@ -232,10 +242,10 @@ final class SegmentTable {
       segment.poolEntry = entry;
       byId.put(segment.id(), entry);
       live = with(live, entry);
-      fast.active = with(fast.active, entry);
+      fast.publishActive(with(fast.active, entry));
       return Adoption.ADOPTED;
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
   }
 
@@ -246,7 +256,7 @@ final class SegmentTable {
    */
   void returnEmptySegments() {
     List<Segment> toReturn = null;
-    lock.lock();
+    fast.segmentLock.lock();
     try {
       for (PooledSegment entry : live) {
         int state = entry.state();
@@ -263,7 +273,7 @@ final class SegmentTable {
         }
       }
     } finally {
-      lock.unlock();
+      fast.segmentLock.unlock();
     }
     if (toReturn != null) {
       for (Segment segment : toReturn) {

@@ -35,17 +35,17 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Concurrency contract.</b> Allocation and release are lock-free; neither touches a lock on
  * the fast path. The pool is a facade over parts with one job each (docs/shm.md draws who calls
- * whom): {@link SegmentTable} (membership and segment states under its lock, copy-on-write arrays
- * for lock-free scans), {@link SlotAllocator} (the CAS claim, and freed slots to waiters first),
- * {@link HandOffQueue} (the waiter queue: each waiter is filled or cancelled exactly once, by CAS),
- * {@link ReleaseBatcher} (pending → told → free), {@link Refiller} (the refill thread and the
- * watermarks), {@link Maintenance} (the maintenance thread) and {@link AllocationWait} (a caller's
- * path when nothing is free). The table's lock is taken by the refill thread (fetch bookkeeping,
- * adopting), the maintenance thread (retiring, returning), {@link #segmentDisconnected} (any
- * thread), a thread whose releaser call failed, {@link #close()}, and, after close, every {@link
- * #release}/{@link #releaseUnregistered} (it returns what became empty). No lock is held while
- * calling the source or the releaser; the releaser may be called by several threads at once, each
- * with different slots.
+ * whom): {@link SegmentTable} (membership and segment states under the segment lock, copy-on-write
+ * arrays for lock-free scans), {@link SlotAllocator} (the CAS claim, and freed slots to waiters
+ * first), {@link HandOffQueue} (the waiter queue: each waiter is filled or cancelled exactly once,
+ * by CAS), {@link ReleaseBatcher} (pending → told → free), {@link Refiller} (the refill thread and
+ * the watermarks), {@link Maintenance} (the maintenance thread) and {@link AllocationWait} (a
+ * caller's path when nothing is free). The segment lock is taken by the refill thread (fetch
+ * bookkeeping, adopting), the maintenance thread (retiring, returning), {@link
+ * #segmentDisconnected} (any thread), a thread whose releaser call failed, {@link #close()}, and,
+ * after close, every {@link #release}/{@link #releaseUnregistered} (it returns what became empty).
+ * No lock is held while calling the source or the releaser; the releaser may be called by several
+ * threads at once, each with different slots.
  *
  * <p><b>Shrinking and failure.</b> A wholly free segment is returned to the source while the pool
  * holds more than {@link Builder#highWatermark} free slots, except within {@value
@@ -64,12 +64,6 @@ import org.slf4j.LoggerFactory;
  * its slots.
  */
 public final class SlotPool extends ActiveSegments implements AutoCloseable {
-  /** Configuration key that raises the allocation wait (named in exceptions; see docs/shm.md). */
-  public static final String MAX_ALLOCATION_WAIT_KEY = "scr.client.slot-pool.max-allocation-wait";
-
-  /** Configuration key for the low watermark (named in exceptions; see docs/shm.md). */
-  public static final String LOW_WATERMARK_KEY = "scr.client.slot-pool.low-watermark";
-
   private static final Logger LOG = LoggerFactory.getLogger(SlotPool.class);
   static final long NOT_PENDING = Long.MIN_VALUE;
 
@@ -100,7 +94,14 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
     this.allocator = new SlotAllocator(table, waiters);
     this.batcher =
         new ReleaseBatcher(
-            name, table, allocator, b.releaser, counters, b.maxReleaseBatch, this::onSegmentKilled);
+            name,
+            table,
+            allocator,
+            b.releaser,
+            counters,
+            b.maxReleaseBatch,
+            this::onSegmentKilled,
+            b.ticker);
     this.refiller = new Refiller(this, b, table, allocator, waiters, batcher, counters);
     this.maintenance = new Maintenance(b, table, batcher, refiller, waiters);
     this.slowPath = new AllocationWait(b, table, allocator, waiters, batcher, refiller, counters);
@@ -132,7 +133,8 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
    * free slots. When it has none but releases are pending, this thread tells the DataNode about a
    * batch of them (one {@link SlotReleaser} call per at most the maximum batch) and takes one; when
    * nothing is pending it waits at most the configured maximum allocation wait for a slot to be
-   * freed or a segment to arrive.
+   * freed or a segment to arrive. It returns or throws within the maximum wait plus one segment's
+   * release calls that it started before the wait ran out ({@link AllocationWait} has the bound).
    *
    * @throws SlotPoolExhaustedException when no slot became free in time (the reader proceeds
    *     without one)
@@ -322,6 +324,8 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
     Duration maxFetchBackoff = Duration.ofSeconds(10);
     LongSupplier ticker = System::nanoTime;
     boolean firstFetchOnBuild;
+    String maxAllocationWaitName = "the slot pool's maximum allocation wait";
+    String lowWatermarkName = "its low watermark";
     ThreadFactory threadFactory =
         r -> {
           Thread t = new Thread(r);
@@ -368,9 +372,10 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
     }
 
     /**
-     * Longest an allocation queues when no slot is free and no release is pending (a caller that
-     * tells pending releases itself is bounded by the releaser's own I/O timeouts instead). Default
-     * 50 ms; zero never queues.
+     * Longest an allocation waits when no slot is free. A caller that tells pending releases itself
+     * may overrun it by the one segment's releaser calls it started before the wait ran out (each
+     * bounded by the releaser's own I/O timeout); it starts none after. Default 50 ms; zero never
+     * queues (the caller still tells one segment's pending releases first).
      */
     public Builder maxAllocationWait(Duration wait) {
       this.maxAllocationWait = requireNonNegative(wait, "maxAllocationWait");
@@ -407,6 +412,20 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
      */
     public Builder firstFetchOnBuild(boolean onBuild) {
       this.firstFetchOnBuild = onBuild;
+      return this;
+    }
+
+    /**
+     * How the exhaustion message names the two settings it tells the user to raise: the caller's
+     * configuration keys for {@link #maxAllocationWait} and {@link #lowWatermark}. Default: a plain
+     * description of each ("the slot pool's maximum allocation wait", "its low watermark").
+     */
+    public Builder settingNames(String maxAllocationWait, String lowWatermark) {
+      if (maxAllocationWait == null || lowWatermark == null) {
+        throw new NullPointerException("maxAllocationWait and lowWatermark names are required");
+      }
+      this.maxAllocationWaitName = maxAllocationWait;
+      this.lowWatermarkName = lowWatermark;
       return this;
     }
 

@@ -20,8 +20,9 @@ import java.util.List;
  * to the pool (first to waiting callers). If it throws, the pool gives up the whole segment as
  * stock does (every slot invalidated, no more allocations from it, returned to the {@link
  * SegmentSource} once empty, which makes the DataNode drop it). It must not call back into the
- * pool, and should bound its own I/O (a caller that tells a batch is not bounded by the pool's
- * allocation wait).
+ * pool, and should bound its own I/O: a caller that started telling a segment's releases before its
+ * allocation wait ran out finishes them, so the releaser's timeout is what it can overrun the wait
+ * by.
  */
 @FunctionalInterface
 public interface SlotReleaser {

@@ -10,8 +10,11 @@ import java.io.PrintStream;
 import java.nio.channels.ClosedByInterruptException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -81,8 +84,7 @@ class CloseDuringFetchTest {
 
   @Test
   void aSourceThatIsShuttingDownStopsTheRefillQuietly() throws Exception {
-    java.util.concurrent.atomic.AtomicInteger fetches =
-        new java.util.concurrent.atomic.AtomicInteger();
+    AtomicInteger fetches = new AtomicInteger();
     SegmentSource closing =
         new SegmentSource() {
           @Override
@@ -96,20 +98,32 @@ class CloseDuringFetchTest {
             segment.close();
           }
         };
+    FakeTicker ticker = new FakeTicker();
+    List<Thread> threads = new CopyOnWriteArrayList<>();
     PrintStream stderr = System.err;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
     System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
     SlotPool pool =
         SlotPool.newBuilder("dn-source-closing", closing, slots -> {})
-            .maxAllocationWait(Duration.ofMillis(200))
+            .initialFetchBackoff(Duration.ofMillis(100))
+            .ticker(ticker)
+            .threadFactory(
+                r -> {
+                  Thread t = new Thread(r);
+                  t.setDaemon(true);
+                  threads.add(t);
+                  return t;
+                })
             .build();
     try {
-      try {
-        pool.allocate();
-      } catch (IOException expected) {
-        // no segment will come
-      }
-      Thread.sleep(300); // a refill thread that kept going would fetch again within its backoff
+      Thread refill =
+          threads.stream().filter(t -> t.getName().endsWith("-refill")).findFirst().orElseThrow();
+      // A refill thread that kept going would fetch again once its backoff passed: let it pass,
+      // and wake the thread as an allocator that finds the pool low does.
+      ticker.advance(1, TimeUnit.HOURS);
+      pool.onFreeWordExhausted();
+      refill.join(10_000);
+      assertFalse(refill.isAlive(), "the refill thread still runs after the source closed");
     } finally {
       pool.close();
       System.setErr(stderr);

@@ -367,8 +367,11 @@ class SlotPoolLifecycleTest {
     }
     SlotPoolExhaustedException e = assertThrows(SlotPoolExhaustedException.class, pool::allocate);
     assertEquals(0, e.getStackTrace().length, "no stack trace per timeout");
-    assertTrue(e.getMessage().contains(SlotPool.MAX_ALLOCATION_WAIT_KEY), e.getMessage());
-    assertTrue(e.getMessage().contains(SlotPool.LOW_WATERMARK_KEY), e.getMessage());
+    // Without setting names from the caller, the message describes the two settings.
+    assertTrue(
+        e.getMessage().contains("raise the slot pool's maximum allocation wait (now 0 ms)"),
+        e.getMessage());
+    assertTrue(e.getMessage().contains("or its low watermark (now 64 slots)"), e.getMessage());
     assertTrue(e.getMessage().contains("0 free"), e.getMessage());
     assertEquals(128, held.size());
   }

@@ -67,7 +67,13 @@ class SlotPoolTest {
   @Test
   void allocatesStockInitialisedDistinctSlotsAndFailsFastWhenFull() throws Exception {
     source.dirtySlots();
-    SlotPool pool = track(builder().maxSegments(1).maxAllocationWait(Duration.ZERO).build());
+    SlotPool pool =
+        track(
+            builder()
+                .maxSegments(1)
+                .maxAllocationWait(Duration.ZERO)
+                .settingNames("wait-setting", "watermark-setting")
+                .build());
     await("the first segment", () -> pool.stats().slotsFree() == 128);
     Set<SlotId> seen = new HashSet<>();
     for (int i = 0; i < 128; i++) {
@@ -76,8 +82,8 @@ class SlotPoolTest {
       assertTrue(seen.add(slot.id()), "handed out twice: " + slot.id());
     }
     SlotPoolExhaustedException e = assertThrows(SlotPoolExhaustedException.class, pool::allocate);
-    assertTrue(e.getMessage().contains(SlotPool.MAX_ALLOCATION_WAIT_KEY), e.getMessage());
-    assertTrue(e.getMessage().contains(SlotPool.LOW_WATERMARK_KEY), e.getMessage());
+    assertTrue(e.getMessage().contains("raise wait-setting (now 0 ms)"), e.getMessage());
+    assertTrue(e.getMessage().contains("or watermark-setting (now 64 slots)"), e.getMessage());
     assertTrue(e.getMessage().contains("128 in use"), e.getMessage());
     SlotPoolStats stats = pool.stats();
     assertEquals(128, stats.allocations());
@@ -329,7 +335,13 @@ class SlotPoolTest {
 
   @Test
   void releaseUnregisteredFreesAtOnceWithoutAMessage() throws Exception {
-    SlotPool pool = track(builder().maxSegments(1).maxAllocationWait(Duration.ZERO).build());
+    SlotPool pool =
+        track(
+            builder()
+                .maxSegments(1)
+                .maxAllocationWait(Duration.ZERO)
+                .settingNames("wait-setting", "watermark-setting")
+                .build());
     await("the first segment", () -> pool.stats().slotsFree() == 128);
     Slot slot = pool.allocate();
     pool.releaseUnregistered(slot);

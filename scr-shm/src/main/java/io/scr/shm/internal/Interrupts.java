@@ -4,9 +4,11 @@ import java.io.InterruptedIOException;
 import java.nio.channels.ClosedByInterruptException;
 
 /**
- * Stock's rule for interrupts ({@code DFSInputStream.checkInterrupted}): on an interrupted thread,
- * an interrupt-typed exception is that thread's outcome, not a property of the replica, the
- * DataNode or its shared memory. Nothing is demoted, backed off or counted as a failure for it.
+ * Whether a failure was caused by the calling thread's own interrupt: the one fact about interrupts
+ * the shared-memory module needs (a pool's first segment fetch runs on the reader that builds the
+ * pool, and that reader's interrupt is not a failure of the source). What a caller then does about
+ * it (for an HDFS stream: nothing demoted, backed off or counted, as {@code
+ * DFSInputStream.checkInterrupted}) is the caller's rule, not this module's.
  *
  * <p>Thread-safety: stateless.
  */
