@@ -5,6 +5,7 @@ import java.lang.management.OperatingSystemMXBean;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * Immutable configuration of a {@link LeaseCache}; build one with {@link #newBuilder()}. Every knob
@@ -31,12 +32,6 @@ import java.util.Objects;
  */
 public final class LeaseCacheConfig {
 
-  /**
-   * The configuration key named in thrash warnings unless {@link Builder#capacityKey} says
-   * otherwise.
-   */
-  public static final String DEFAULT_CAPACITY_KEY = "scr.cache.capacity";
-
   /** Entries used when neither a capacity nor an fd limit is available. */
   public static final int FALLBACK_CAPACITY = 256;
 
@@ -55,6 +50,7 @@ public final class LeaseCacheConfig {
   private final Duration thrashWindow;
   private final Duration thrashWarningInterval;
   private final Ticker ticker;
+  private final Scheduler scheduler;
   private final String name;
   private final String capacityKey;
 
@@ -72,6 +68,7 @@ public final class LeaseCacheConfig {
     this.thrashWindow = b.thrashWindow;
     this.thrashWarningInterval = b.thrashWarningInterval;
     this.ticker = b.ticker;
+    this.scheduler = b.scheduler;
     this.name = b.name;
     this.capacityKey = b.capacityKey;
   }
@@ -118,9 +115,17 @@ public final class LeaseCacheConfig {
     return thrashWarningInterval;
   }
 
-  /** The time source for expiry and the thrash detector. */
+  /** The cache's time source: expiry, the thrash detector, load times, the fd budget's wait. */
   public Ticker ticker() {
     return ticker;
+  }
+
+  /**
+   * The scheduler for closing and maintenance; empty when the cache runs them on a thread of its
+   * own ({@link Builder#scheduler}).
+   */
+  public Optional<Scheduler> scheduler() {
+    return Optional.ofNullable(scheduler);
   }
 
   /** The cache's name, used in log lines and the closer thread's name. */
@@ -128,7 +133,10 @@ public final class LeaseCacheConfig {
     return name;
   }
 
-  /** The configuration key thrash warnings tell the operator to raise. */
+  /**
+   * What thrash warnings tell the operator to raise: the caller's configuration key for the
+   * capacity, or by default the words "the cache capacity".
+   */
   public String capacityKey() {
     return capacityKey;
   }
@@ -253,8 +261,9 @@ public final class LeaseCacheConfig {
     private Duration thrashWindow = Duration.ofSeconds(10);
     private Duration thrashWarningInterval = Duration.ofMinutes(5);
     private Ticker ticker = Ticker.systemTicker();
+    private Scheduler scheduler;
     private String name = "scr-cache";
-    private String capacityKey = DEFAULT_CAPACITY_KEY;
+    private String capacityKey = "the cache capacity";
 
     private Builder() {}
 
@@ -320,7 +329,7 @@ public final class LeaseCacheConfig {
       return this;
     }
 
-    /** How often the closer thread runs maintenance. Default 1 second. */
+    /** How often maintenance ({@link LeaseCache#cleanUp()}) runs. Default 1 second. */
     public Builder maintenanceInterval(Duration d) {
       this.maintenanceInterval = requirePositive(d, "maintenanceInterval");
       return this;
@@ -347,9 +356,22 @@ public final class LeaseCacheConfig {
       return this;
     }
 
-    /** Time source for expiry and thrash windows. Default {@link Ticker#systemTicker()}. */
+    /**
+     * The cache's only time source (expiry, thrash windows, load times, the fd budget's wait).
+     * Default {@link Ticker#systemTicker()}.
+     */
     public Builder ticker(Ticker ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
+      return this;
+    }
+
+    /**
+     * Runs the cache's closing and maintenance tasks. Default: one daemon thread of the cache's
+     * own, named after the cache with {@code -closer}, stopped by {@link LeaseCache#close()}. An
+     * injected scheduler is not stopped by the cache (its owner stops it).
+     */
+    public Builder scheduler(Scheduler scheduler) {
+      this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
       return this;
     }
 
@@ -360,8 +382,8 @@ public final class LeaseCacheConfig {
     }
 
     /**
-     * The key thrash warnings tell operators to raise. Default {@value
-     * LeaseCacheConfig#DEFAULT_CAPACITY_KEY}.
+     * How thrash warnings name the capacity setting to raise: the caller's configuration key for
+     * it. Default: the words "the cache capacity".
      */
     public Builder capacityKey(String key) {
       this.capacityKey = Objects.requireNonNull(key, "capacityKey");

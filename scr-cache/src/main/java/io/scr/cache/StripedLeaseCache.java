@@ -2,14 +2,18 @@ package io.scr.cache;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -19,7 +23,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The {@link LeaseCache} implementation: a {@link ConcurrentHashMap} of {@link Node}s, lock stripes
- * that keep per-stripe access lists for eviction, and one closer thread.
+ * that keep per-stripe access lists for eviction, and background work (closing, maintenance) run by
+ * a {@link Scheduler}: by default one thread of the cache's own.
  *
  * <p><b>Concurrency contract.</b>
  *
@@ -39,16 +44,27 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Stripe locks</b> ({@link Stripe#lock}) own each stripe's access list. They are taken to
  *       link a loaded entry, to replay the buffer, to pick and retire eviction victims and to sweep
  *       for expiry. Map removals, counters and close scheduling happen after unlocking. No loader,
- *       value {@code close()} or invalidation predicate ever runs under a stripe lock.
+ *       value {@code close()}, invalidation predicate or scheduler call ever runs under a stripe
+ *       lock; the one value method that does is {@link CachedValue#isValid()}, asked by the
+ *       maintenance sweep (see {@link Stripe}).
  *   <li><b>Loads</b> run on the leasing thread with no lock held. The loading node sits in the map
  *       so concurrent leases of the key wait on its future: the loader is called once.
- *   <li><b>Closing</b> happens on the closer thread, which also runs periodic maintenance. After
- *       {@link #close()} stops it, the thread that returns the last lease on a value closes it.
+ *   <li><b>Closing</b> happens in a task on the {@link Scheduler} (the first retired value queued
+ *       while none is pending submits one; {@link #drainScheduled}), which also runs periodic
+ *       maintenance. Two exceptions: a load whose value the fd budget refuses closes it on the
+ *       loading thread (it was never published), and once {@link #close()} has begun, the thread
+ *       that retires a value or returns its last lease closes it. {@code close()} stops the cache's
+ *       own thread, waiting up to 30 s for a close in progress, then closes what is still queued;
+ *       with an injected scheduler it does not wait for a task already running there.
+ *   <li><b>Time</b> comes only from the {@link Ticker}: idle stamps, expiry, load times, the fd
+ *       budget's wait and failure-log intervals. The scheduler decides only when tasks run.
  *   <li><b>fd budget</b>: {@link #fdsHeld} counts the fds of values not yet closed plus the
  *       reservations of loads in progress, and never exceeds the budget: a load reserves {@code
  *       typicalFdCost} before calling the loader, evicting idle entries and waiting for the closer
  *       if needed. A value that reports more fds than reserved reserves the difference after
- *       loading, the same way, and is closed and refused if it cannot.
+ *       loading, the same way, and is closed and refused if it cannot. A load short of budget waits
+ *       on {@link #budgetMonitor} (which guards nothing but that wait; {@link #budgetWaiters} is
+ *       written under it and read without it, so a closer skips the monitor when nobody waits).
  *   <li><b>Benign races:</b> the entry count can pass capacity while leases pin entries, or briefly
  *       while two threads evict; lost buffer records leave LRU order approximate; {@link #stats()}
  *       reads counters one by one.
@@ -58,8 +74,11 @@ final class StripedLeaseCache<K, V extends CachedValue>
     implements LeaseCache<K, V>, ReusableLease.NodeReleaser {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseCache.class);
 
-  /** The closer logs a streak of failures at most this often after the first. */
+  /** Background failures of a streak are logged at most this often after the first. */
   private static final long FAILURE_LOG_INTERVAL_NANOS = TimeUnit.MINUTES.toNanos(1);
+
+  /** How long {@link #close()} waits for the cache's own thread to finish a close in progress. */
+  private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
 
   private final LeaseCacheConfig config;
   private final LeaseCacheConfig.Sizing sizing;
@@ -104,10 +123,28 @@ final class StripedLeaseCache<K, V extends CachedValue>
 
   private final ThrashDetector thrash;
 
-  private final LinkedBlockingQueue<Node<K, V>> closeQueue = new LinkedBlockingQueue<>();
-  private final Node<K, V> stopMarker;
-  private final Thread closer;
+  /** Retired, unleased nodes whose values await closing. */
+  private final ConcurrentLinkedQueue<Node<K, V>> closeQueue = new ConcurrentLinkedQueue<>();
+
+  private final Scheduler scheduler;
+
+  /** The cache's own thread when no scheduler was injected (stopped by close), else null. */
+  private final CloserThread ownThread;
+
+  /**
+   * A drain task is submitted and has not started draining: a close queued now will be seen by it.
+   * The task clears this before it polls, so a node queued after the clear submits another task.
+   */
+  private final AtomicBoolean drainScheduled = new AtomicBoolean();
+
+  /** The next maintenance run (cancelled by close). */
+  private volatile Future<?> nextMaintenance;
+
+  private final BackgroundFailures failures = new BackgroundFailures();
+
+  /** False once {@link #close()} has begun: closes then run on the thread that makes them due. */
   private volatile boolean closerRunning = true;
+
   private volatile boolean closed;
 
   @SuppressWarnings({"unchecked", "rawtypes"})
@@ -130,7 +167,6 @@ final class StripedLeaseCache<K, V extends CachedValue>
     }
     this.thrash = new ThrashDetector(config, sizing);
     this.clock = ticker.read();
-    this.stopMarker = new Node<>(stripes[0]);
     if ((long) capacity * config.typicalFdCost() > fdBudget) {
       LOG.warn(
           "{}: capacity {} x {} fds per value exceeds the fd budget {}; the budget will bind first",
@@ -140,9 +176,10 @@ final class StripedLeaseCache<K, V extends CachedValue>
           fdBudget);
     }
     LOG.info("{}: {}, {} stripes", config.name(), sizing.reason(), n);
-    this.closer = new Thread(this::runCloser, config.name() + "-closer");
-    closer.setDaemon(true);
-    closer.start();
+    this.ownThread =
+        config.scheduler().isPresent() ? null : new CloserThread(config.name() + "-closer");
+    this.scheduler = config.scheduler().orElse(ownThread);
+    scheduleMaintenance();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -267,7 +304,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
       failLoad(fresh, e);
       throw e;
     }
-    long start = System.nanoTime();
+    long start = ticker.read();
     V v;
     try {
       v = loader.load(key);
@@ -275,7 +312,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
         throw new NullPointerException("the loader returned null for " + key);
       }
     } catch (Throwable e) { // even a sneaky checked exception must not leave waiters hanging
-      recordLoadTime(System.nanoTime() - start);
+      recordLoadTime(ticker.read() - start);
       unreserve(reserved);
       failLoad(fresh, e);
       if (e instanceof Error) {
@@ -283,7 +320,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
       }
       throw new LeaseLoadException("loading " + key + " failed: " + e, e);
     }
-    recordLoadTime(System.nanoTime() - start);
+    recordLoadTime(ticker.read() - start);
     int cost = v.fdCost();
     try {
       if (cost < 0) {
@@ -533,7 +570,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
       if (!evicted && fdsClosing.get() == 0) {
         throw budgetExhausted(key, amount);
       }
-      long now = System.nanoTime();
+      long now = ticker.read();
       if (!waited) {
         waited = true;
         deadline = now + config.fdBudgetWait().toNanos();
@@ -588,21 +625,40 @@ final class StripedLeaseCache<K, V extends CachedValue>
   // ---------------------------------------------------------------------------------------------
   // Closing
 
-  /** Hands a retired, unleased node's value to the closer. Called once per value. */
+  /** Hands a retired, unleased node's value to the closer. Called once per value, no lock held. */
   private void scheduleClose(Node<K, V> n) {
     fdsClosing.addAndGet(n.fdCost);
     closeQueue.add(n);
     if (!closerRunning) {
-      drainCloseQueue(); // the closer has stopped: close on this (lock-free) thread
+      drainCloseQueue(); // the cache is closing: close on this (lock-free) thread
+    } else if (!drainScheduled.get() && drainScheduled.compareAndSet(false, true)) {
+      try {
+        scheduler.execute(this::runDrain);
+      } catch (RejectedExecutionException e) {
+        drainScheduled.set(false);
+        LOG.warn("{}: the scheduler refused a close task; closing on this thread", config.name());
+        drainCloseQueue();
+      }
+    }
+  }
+
+  /** The close task: closes every queued value; a failure is logged and the next one closed. */
+  private void runDrain() {
+    drainScheduled.set(false);
+    Node<K, V> n;
+    while ((n = closeQueue.poll()) != null) {
+      try {
+        closeNow(n);
+      } catch (RuntimeException | Error e) {
+        failures.failed(e);
+      }
     }
   }
 
   private void drainCloseQueue() {
     Node<K, V> n;
     while ((n = closeQueue.poll()) != null) {
-      if (n != stopMarker) {
-        closeNow(n);
-      }
+      closeNow(n);
     }
   }
 
@@ -627,68 +683,75 @@ final class StripedLeaseCache<K, V extends CachedValue>
     }
   }
 
-  /**
-   * The closer thread: closes retired values and runs maintenance. A failure (an {@code Error} from
-   * a value's close, say an {@code OutOfMemoryError}, or from maintenance) is logged once per
-   * streak and then once a minute, and the thread keeps going: before issue 14 an {@code Error}
-   * ended it, leaving every later close to the releasing reader's thread.
-   */
-  private void runCloser() {
-    long intervalNanos = config.maintenanceInterval().toNanos();
-    long nextMaintenance = System.nanoTime() + intervalNanos;
-    long failuresInARow = 0;
-    long lastLoggedNanos = 0;
-    long notLogged = 0;
+  private void scheduleMaintenance() {
+    if (closed) {
+      return;
+    }
     try {
-      for (; ; ) {
-        long wait = nextMaintenance - System.nanoTime();
-        Node<K, V> n = wait > 0 ? closeQueue.poll(wait, TimeUnit.NANOSECONDS) : null;
-        if (n == stopMarker) {
-          break;
-        }
-        try {
-          if (n != null) {
-            closeNow(n);
-            continue;
-          }
-          cleanUp();
-          nextMaintenance = System.nanoTime() + intervalNanos;
-          if (failuresInARow > 0) {
-            LOG.info("{}: closer works again after {} failures", config.name(), failuresInARow);
-            failuresInARow = 0;
-            notLogged = 0;
-          }
-        } catch (RuntimeException | Error e) {
-          long now = System.nanoTime();
-          if (failuresInARow++ == 0) {
-            LOG.error(
-                "{}: closer failed; it keeps running (repeats are logged once a minute)",
-                config.name(),
-                e);
-            lastLoggedNanos = now;
-          } else if (now - lastLoggedNanos >= FAILURE_LOG_INTERVAL_NANOS) {
-            LOG.error(
-                "{}: closer failed again: {} in a row, {} not logged; latest: {}",
-                config.name(),
-                failuresInARow,
-                notLogged,
-                e.toString());
-            lastLoggedNanos = now;
-            notLogged = 0;
-          } else {
-            notLogged++;
-          }
-          if (n == null) {
-            // A failing maintenance pass waits its interval like a good one, not a busy loop.
-            nextMaintenance = now + intervalNanos;
-          }
-        }
-      }
-    } catch (InterruptedException e) {
-      LOG.warn("{}: closer thread interrupted; closing on release from now on", config.name());
+      nextMaintenance = scheduler.schedule(this::runMaintenance, config.maintenanceInterval());
+    } catch (RejectedExecutionException e) {
+      LOG.warn("{}: the scheduler refused the maintenance task; maintenance stops", config.name());
+    }
+  }
+
+  /**
+   * The maintenance task: one {@link #cleanUp()}, then the next one an interval later. A failure
+   * (an {@code Error} from a value's {@code isValid}, say) is logged and the next run still
+   * scheduled.
+   */
+  private void runMaintenance() {
+    if (closed) {
+      return;
+    }
+    try {
+      cleanUp();
+      failures.succeeded();
+    } catch (RuntimeException | Error e) {
+      failures.failed(e);
     } finally {
-      closerRunning = false;
-      drainCloseQueue();
+      scheduleMaintenance();
+    }
+  }
+
+  /**
+   * Failures of background tasks: logged with the stack trace at the first of a streak, then at
+   * most once a minute as one line; the tasks keep running either way (a closer that died on an
+   * {@code Error} would leave every later close to the readers' threads). Synchronized: an injected
+   * scheduler may run tasks on several threads.
+   */
+  private final class BackgroundFailures {
+    private long inARow;
+    private long lastLoggedNanos;
+    private long notLogged;
+
+    synchronized void failed(Throwable e) {
+      long now = ticker.read();
+      if (inARow++ == 0) {
+        LOG.error(
+            "{}: closer failed; it keeps running (repeats are logged once a minute)",
+            config.name(),
+            e);
+        lastLoggedNanos = now;
+      } else if (now - lastLoggedNanos >= FAILURE_LOG_INTERVAL_NANOS) {
+        LOG.error(
+            "{}: closer failed again: {} in a row, {} not logged; latest: {}",
+            config.name(),
+            inARow,
+            notLogged,
+            e.toString());
+        lastLoggedNanos = now;
+        notLogged = 0;
+      } else {
+        notLogged++;
+      }
+    }
+
+    synchronized void succeeded() {
+      if (inARow > 0) {
+        LOG.info("{}: closer works again after {} failures", config.name(), inARow);
+        inARow = 0;
+        notLogged = 0;
+      }
     }
   }
 
@@ -714,15 +777,20 @@ final class StripedLeaseCache<K, V extends CachedValue>
     for (Node<K, V> n : map.values()) {
       retire(n, RemovalCause.CACHE_CLOSED);
     }
-    closeQueue.add(stopMarker);
-    boolean interrupted = false;
-    try {
-      closer.join(TimeUnit.SECONDS.toMillis(30));
-    } catch (InterruptedException e) {
-      interrupted = true;
+    closerRunning = false;
+    Future<?> maintenance = nextMaintenance;
+    if (maintenance != null) {
+      maintenance.cancel(/* mayInterruptIfRunning= */ false);
     }
-    if (closer.isAlive()) {
-      LOG.warn("{}: closer thread did not stop within 30 s", config.name());
+    boolean interrupted = false;
+    if (ownThread != null) {
+      try {
+        if (!ownThread.stop(STOP_TIMEOUT)) {
+          LOG.warn("{}: closer thread did not stop within 30 s", config.name());
+        }
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
     }
     drainCloseQueue();
     if (interrupted) {

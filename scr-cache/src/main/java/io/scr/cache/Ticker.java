@@ -1,8 +1,9 @@
 package io.scr.cache;
 
 /**
- * A source of nanosecond time for idle expiry and the thrash detector's windows. Inject a fake in
- * tests instead of sleeping. Implementations must be thread-safe and monotonic.
+ * The cache's only source of time: idle expiry, the thrash detector's windows, load times and how
+ * long a load waits for fd budget. Inject a fake in tests instead of sleeping. Implementations must
+ * be thread-safe and monotonic.
  */
 @FunctionalInterface
 public interface Ticker {

@@ -13,10 +13,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Issue 14: an {@code Error} thrown while the closer thread closes a value (an {@code
- * OutOfMemoryError}, an {@code InternalError} from a native close) must not stop the closer: later
- * values are still closed on it, not on the readers' threads, and the fd budget forgets the failed
- * value's fds.
+ * An {@code Error} thrown while the closer thread closes a value (an {@code OutOfMemoryError}, an
+ * {@code InternalError} from a native close) must not stop the closer: later values are still
+ * closed on it, not on the readers' threads, and the fd budget forgets the failed value's fds.
  */
 @Timeout(60)
 class CloserFailureTest {

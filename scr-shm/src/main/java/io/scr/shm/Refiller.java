@@ -16,15 +16,17 @@ import org.slf4j.LoggerFactory;
  * on a release backlog, backoff after failures) and the rule for returning surplus (high watermark,
  * held back after a backlog wait).
  *
- * <p><b>Concurrency contract.</b> One refill thread calls {@link SegmentSource#fetch()}, one call
- * at a time, and {@link #adopt}s the result through the {@link SegmentTable} (the segment lock,
- * briefly; never held during the fetch); a segment the table refuses is handed back to the source
- * from this thread. Any thread may ask for a segment: {@link #checkWatermark} (an allocator that
- * emptied a free word, the maintenance thread) and {@link #requestGrowth} (a caller about to park);
- * both only set atomics and unpark this thread. {@code segmentsWanted} is raised by CAS to the
- * largest request and lowered by one per fetched segment. {@link #retireSurplus} runs on the
- * maintenance thread only. {@code lastBacklogWaitNanos} and {@code slotsPerSegment} are volatile
- * hints: a stale value shifts one decision by one pass.
+ * <p><b>Concurrency contract.</b> One thread at a time calls {@link SegmentSource#fetch()}: the
+ * building thread for the {@linkplain #fetchFirst first fetch}, then the refill thread, which is
+ * started after it returns; the fetching thread {@link #adopt}s the result through the {@link
+ * SegmentTable} (the segment lock, briefly; never held during the fetch); a segment the table
+ * refuses is handed back to the source from that thread. The fetch streak and {@code failures} are
+ * confined to the fetching thread. Any thread may ask for a segment: {@link #checkWatermark} (an
+ * allocator that emptied a free word, the maintenance thread) and {@link #requestGrowth} (a caller
+ * about to park); both only set atomics and unpark this thread. {@code segmentsWanted} is raised by
+ * CAS to the largest request and lowered by one per fetched segment. {@link #retireSurplus} runs on
+ * the maintenance thread only. {@code lastBacklogWaitNanos} and {@code slotsPerSegment} are
+ * volatile hints: a stale value shifts one decision by one pass.
  */
 final class Refiller {
   private static final Logger LOG = LoggerFactory.getLogger(SlotPool.class);

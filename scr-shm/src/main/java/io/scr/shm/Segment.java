@@ -65,7 +65,8 @@ public final class Segment implements AutoCloseable {
 
   /**
    * The pool entry while a {@link SlotPool} holds this segment (client side), else null. Written
-   * under the pool's {@link SegmentTable} lock; read without it by {@code release} (volatile).
+   * under the pool's segment lock ({@link SegmentTable}); read without it by {@code release}
+   * (volatile).
    */
   volatile PooledSegment poolEntry;
 

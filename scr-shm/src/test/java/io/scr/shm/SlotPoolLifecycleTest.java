@@ -22,9 +22,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Issue 14, lifecycle: a disconnect that races the fetch of its segment is not lost, an {@code
- * Error} does not stop a background thread, a pool without a low watermark fetches on demand, and
- * exhaustion is cheap.
+ * The pool's lifecycle under failure: a disconnect that races the fetch of its segment is not lost,
+ * an {@code Error} does not stop a background thread, a pool without a low watermark fetches on
+ * demand, and exhaustion is cheap.
  */
 @Timeout(60)
 class SlotPoolLifecycleTest {
