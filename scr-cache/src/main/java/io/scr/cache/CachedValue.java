@@ -8,9 +8,10 @@ import java.io.IOException;
  * it has gone stale, and is closed exactly once by the cache.
  *
  * <p><b>Ownership.</b> A value returned by a {@link ValueLoader} belongs to the cache from then on:
- * the cache calls {@link #close()} exactly once, on its closer thread (or, after the cache has been
- * closed, on the thread that releases the last lease), never while any lease is open and never
- * under a cache lock. Callers must not close a leased value themselves.
+ * the cache calls {@link #close()} exactly once, in a task on its {@link Scheduler} (or, once the
+ * cache is closing, on the thread that retires the value or releases its last lease; or, for a
+ * value the fd budget refuses right after loading, on the loading thread), never while any lease is
+ * open and never under a cache lock. Callers must not close a leased value themselves.
  *
  * <p><b>Thread-safety.</b> {@link #fdCost()} is read once, right after loading. {@link #isValid()}
  * is called from any thread, on every lease and during maintenance (under a stripe lock), so it

@@ -15,9 +15,9 @@ import java.util.function.Predicate;
  *   <li>Entries with no open lease are idle. Only idle entries are evicted: least recently released
  *       first when the cache holds more than its capacity or a load needs fds beyond the fd budget,
  *       and after the idle expiry.
- *   <li>Evicted, expired and invalidated values are closed on a closer thread, never under a cache
- *       lock and never while leased: a value removed while leased is closed when its last lease is
- *       closed.
+ *   <li>Evicted, expired and invalidated values are closed by a task on the cache's {@link
+ *       Scheduler} (by default its own closer thread), never under a cache lock and never while
+ *       leased: a value removed while leased is closed when its last lease is closed.
  *   <li>Without an explicit capacity the cache sizes itself from the process fd limit, and it warns
  *       (rate-limited) when it thrashes, naming the capacity the working set needs.
  * </ul>
@@ -29,7 +29,10 @@ import java.util.function.Predicate;
  */
 public interface LeaseCache<K, V extends CachedValue> extends AutoCloseable {
 
-  /** Creates a cache with the given configuration and starts its closer thread. */
+  /**
+   * Creates a cache with the given configuration and schedules its maintenance (on a closer thread
+   * of its own unless the configuration names a {@link Scheduler}).
+   */
   static <K, V extends CachedValue> LeaseCache<K, V> create(LeaseCacheConfig config) {
     return new StripedLeaseCache<>(config);
   }
@@ -84,8 +87,8 @@ public interface LeaseCache<K, V extends CachedValue> extends AutoCloseable {
 
   /**
    * Runs maintenance now: expires idle entries past the idle expiry, evicts idle stale ones,
-   * enforces capacity and evaluates the thrash detector. The closer thread runs this periodically;
-   * tests call it after advancing a fake ticker.
+   * enforces capacity and evaluates the thrash detector. The scheduler runs this periodically;
+   * tests call it (or run the scheduler's due tasks) after advancing a fake ticker.
    */
   void cleanUp();
 
@@ -100,8 +103,8 @@ public interface LeaseCache<K, V extends CachedValue> extends AutoCloseable {
 
   /**
    * Closes the cache: removes every entry, closes idle values now and leased values when their last
-   * lease is closed, and stops the closer thread. Idempotent. Later leases throw {@link
-   * LeaseCacheClosedException}.
+   * lease is closed, and stops the cache's own closer thread (an injected scheduler is left
+   * running). Idempotent. Later leases throw {@link LeaseCacheClosedException}.
    */
   @Override
   void close();

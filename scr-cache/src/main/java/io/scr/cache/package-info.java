@@ -14,7 +14,7 @@
  * <p>It replaces the stock {@code ShortCircuitCache}, which keeps one lock per cache, closes fds
  * while holding it, counts only unreferenced replicas against a hand-tuned size (256 by default)
  * and thrashes silently when that size is below the working set. Here hits take no lock, fds are
- * closed on a closer thread, the default size comes from the process fd limit, and thrash is
+ * closed off the readers' threads, the default size comes from the process fd limit, and thrash is
  * detected and reported with the capacity the working set needs. See {@code docs/cache.md}.
  *
  * <p>The public surface is this package's interfaces, {@link io.scr.cache.LeaseCacheConfig} and the

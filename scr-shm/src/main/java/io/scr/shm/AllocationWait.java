@@ -31,9 +31,9 @@ import java.util.function.LongSupplier;
  * runs to its end, since the taken slots must be told before anyone may reuse them. That round trip
  * is the releaser calls for one segment's pending slots, at most {@code ceil(slots per segment /
  * maximum release batch)} calls (one with the defaults: a stock segment has 128 slots, the batch is
- * 128), each bounded by the releaser's own I/O timeout (in scr-core, the DataNode exchange
- * timeout). With a maximum wait of zero the caller still tells one segment's releases before it
- * gives up. Scheduling delays come on top, as for any wait.
+ * 128), each bounded by the releaser's own I/O timeouts (in the client, its DataNode socket connect
+ * and read timeouts). With a maximum wait of zero the caller still tells one segment's releases
+ * before it gives up. Scheduling delays come on top, as for any wait.
  *
  * <p><b>Concurrency contract.</b> Runs on the allocating caller's thread, any number at once, no
  * lock. Each queued caller helps whenever it runs: the oldest takes from the bitmap and tells

@@ -28,10 +28,11 @@ import org.slf4j.LoggerFactory;
  * <p><b>Empty pool: nobody waits for a thread that has no CPU.</b> A caller that finds no free slot
  * while releases are pending tells them itself and keeps one; only when nothing is pending does it
  * queue, helping the other waiters while it waits, for at most {@link Builder#maxAllocationWait}
- * ({@link SlotPoolExhaustedException} after that). Waiters are served in arrival order among
- * themselves, but a caller that never queued can still take a slot first; the exact promise is on
- * {@link AllocationWait}. A caller that has to park asks the refill thread to grow the pool by as
- * many segments as the release backlog fills, up to {@link Builder#maxSegments}.
+ * plus the one release round trip it may have started before that ran out ({@link
+ * SlotPoolExhaustedException} after that). Waiters are served in arrival order among themselves,
+ * but a caller that never queued can still take a slot first; the exact promise is on {@link
+ * AllocationWait}. A caller that has to park asks the refill thread to grow the pool by as many
+ * segments as the release backlog fills, up to {@link Builder#maxSegments}.
  *
  * <p><b>Concurrency contract.</b> Allocation and release are lock-free; neither touches a lock on
  * the fast path. The pool is a facade over parts with one job each (docs/shm.md draws who calls

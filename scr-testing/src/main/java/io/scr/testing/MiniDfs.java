@@ -45,7 +45,12 @@ import org.apache.hadoop.net.unix.DomainSocket;
  * <p>Not thread-safe to start or close; the handles it returns are as thread-safe as Hadoop's.
  */
 public final class MiniDfs implements AutoCloseable {
-  /** Key the scr shim reads for its socket path (set here in {@link DataNodeMode#SHIM}). */
+  /**
+   * Key the scr shim reads for its socket path (set here in {@link DataNodeMode#SHIM}). This and
+   * {@link #SHIM_TRUSTED_DIR_KEY} repeat names from the shim's catalogue ({@code ScrShimKeys})
+   * because scr-testing cannot depend on the shim or the client: both use scr-testing in their
+   * tests, and Maven refuses the cycle.
+   */
   public static final String SHIM_SOCKET_PATH_KEY = "scr.shim.socket.path";
 
   /**
