@@ -9,6 +9,7 @@ import io.scr.cache.LeaseLoadException;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
+import io.scr.core.ScrKeys;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.PathCounters;
 import io.scr.core.net.DomainConnectException;
@@ -142,6 +143,7 @@ public final class ReplicaManager implements Closeable {
     LeaseCacheConfig.Builder cc =
         LeaseCacheConfig.newBuilder()
             .name("scr-cache-" + name)
+            .capacityKey(ScrKeys.CACHE_CAPACITY.name())
             .idleExpiry(Duration.ofMillis(b.idleExpiryMs))
             .ticker(b.ticker);
     if (b.capacity > 0) {
@@ -836,6 +838,8 @@ public final class ReplicaManager implements Closeable {
     return SlotPool.newBuilder(poolName, endpoint, endpoint)
         .lowWatermark(slotLowWatermark)
         .maxAllocationWait(slotWait)
+        .settingNames(
+            ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.name(), ScrKeys.SLOT_POOL_LOW_WATERMARK.name())
         .firstFetchOnBuild(true)
         .ticker(ticker::read)
         .threadFactory(tf)
