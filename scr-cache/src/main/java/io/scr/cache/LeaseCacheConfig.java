@@ -141,14 +141,12 @@ public final class LeaseCacheConfig {
     return capacityKey;
   }
 
-  /**
-   * Resolves capacity and fd budget, reading the process fd limit if it was not passed in.
-   * Package-private so tests can pass the limit reader.
-   */
+  /** Resolves capacity and fd budget, reading the process fd limit if it was not passed in. */
   Sizing resolveSizing() {
     return resolveSizing(fdLimit != UNSET ? fdLimit : readSoftFdLimit());
   }
 
+  /** Resolves capacity and fd budget for an fd limit of {@code limit} (unknown if not positive). */
   Sizing resolveSizing(long limit) {
     String limitSource = fdLimit != UNSET ? "passed in" : "RLIMIT_NOFILE soft limit";
     long budget;
