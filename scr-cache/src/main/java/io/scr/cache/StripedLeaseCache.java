@@ -636,7 +636,9 @@ final class StripedLeaseCache<K, V extends CachedValue>
         scheduler.execute(this::runDrain);
       } catch (RejectedExecutionException e) {
         drainScheduled.set(false);
-        LOG.warn("{}: the scheduler refused a close task; closing on this thread", config.name());
+        if (!closed) { // after close began, the cache's own thread refuses tasks: expected
+          LOG.warn("{}: the scheduler refused a close task; closing on this thread", config.name());
+        }
         drainCloseQueue();
       }
     }
@@ -690,7 +692,10 @@ final class StripedLeaseCache<K, V extends CachedValue>
     try {
       nextMaintenance = scheduler.schedule(this::runMaintenance, config.maintenanceInterval());
     } catch (RejectedExecutionException e) {
-      LOG.warn("{}: the scheduler refused the maintenance task; maintenance stops", config.name());
+      if (!closed) { // after close began, the cache's own thread refuses tasks: expected
+        LOG.warn(
+            "{}: the scheduler refused the maintenance task; maintenance stops", config.name());
+      }
     }
   }
 
