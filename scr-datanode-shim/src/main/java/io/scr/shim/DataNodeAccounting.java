@@ -37,11 +37,13 @@ final class DataNodeAccounting {
           + " blockid: %s, srvID: %s, success: %b";
 
   /** Books nothing: for tests that run the service without a DataNode. */
-  static final DataNodeAccounting NONE = new DataNodeAccounting(null);
+  static final DataNodeAccounting NONE = new DataNodeAccounting(null, Ticker.SYSTEM);
 
   private final DataNode dn;
+  private final Ticker ticker;
 
-  DataNodeAccounting(DataNode dn) {
+  DataNodeAccounting(DataNode dn, Ticker ticker) {
+    this.ticker = ticker;
     this.dn = dn;
   }
 
@@ -60,7 +62,7 @@ final class DataNodeAccounting {
     }
     DataNodeMetrics m = metrics();
     if (success && m != null) {
-      m.addReadBlockOp(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+      m.addReadBlockOp(TimeUnit.NANOSECONDS.toMillis(ticker.read() - startNanos));
       m.incrReadsFromClient(true, blk.getNumBytes());
     }
     if (CLIENT_TRACE.isInfoEnabled()) {

@@ -85,13 +85,13 @@ final class FdRequestRouting {
     this.nanoClock = nanoClock;
   }
 
-  /** From the shim's configuration, on {@link System#nanoTime()}, counting moves in metrics. */
-  static FdRequestRouting from(ShimConfig config, ShimMetrics metrics) {
+  /** From the shim's configuration, on {@code ticker}, counting moves in metrics. */
+  static FdRequestRouting from(ShimConfig config, ShimMetrics metrics, Ticker ticker) {
     return new FdRequestRouting(
         config.fdRequestsOnEventLoop,
         TimeUnit.MILLISECONDS.toNanos(config.fdRequestsLoopMaxMs),
         TimeUnit.MILLISECONDS.toNanos(config.fdRequestsLoopBackoffMs),
-        System::nanoTime,
+        ticker::read,
         new StallProbe(),
         metrics.fdRequestsMovedToWorkers,
         metrics.fdRequestsSlowKeptOnLoop);

@@ -3,7 +3,6 @@ package io.scr.shim;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.shm.internal.FailureLog;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -20,8 +19,11 @@ import org.slf4j.LoggerFactory;
  * counted ({@code invalidation_scan_failures}), logged once per streak (then once a minute, {@link
  * FailureLog}), and the next scan is scheduled regardless, in a {@code finally}.
  *
- * <p>Concurrency: scans run one at a time on the single control thread; {@code stop} may be called
- * from any thread and is guarded by this object's monitor.
+ * <p>Time and scheduling are injected ({@link Ticker}, {@link Scheduler}): the plugin passes the
+ * system ticker and its control thread, tests a fake ticker and a scheduler they step by hand.
+ *
+ * <p>Concurrency: scans run one at a time (the plugin's scheduler is its single control thread);
+ * {@code stop} may be called from any thread; {@code stopped} is guarded by this object's monitor.
  */
 final class InvalidationScanner {
   private static final Logger LOG = LoggerFactory.getLogger(InvalidationScanner.class);
@@ -32,7 +34,16 @@ final class InvalidationScanner {
 
   private final SegmentRegistry registry;
   private final Supplier<SegmentRegistry.ReplicaLookup> lookup;
-  private final ScheduledExecutorService control;
+
+  /** Runs a scan after a delay; the plugin's single control thread. */
+  @FunctionalInterface
+  interface Scheduler {
+    /** Runs {@code scan} once after {@code delayMs}; throws if shut down. */
+    void schedule(Runnable scan, long delayMs) throws RejectedExecutionException;
+  }
+
+  private final Scheduler control;
+  private final Ticker ticker;
   private final ShimMetrics metrics;
   private final long intervalMs;
 
@@ -48,10 +59,12 @@ final class InvalidationScanner {
   InvalidationScanner(
       SegmentRegistry registry,
       Supplier<SegmentRegistry.ReplicaLookup> lookup,
-      ScheduledExecutorService control,
+      Scheduler control,
+      Ticker ticker,
       ShimMetrics metrics,
       long intervalMs) {
     this.registry = registry;
+    this.ticker = ticker;
     this.lookup = lookup;
     this.control = control;
     this.metrics = metrics;
@@ -73,25 +86,25 @@ final class InvalidationScanner {
       return;
     }
     try {
-      control.schedule(this::scanAndReschedule, delayMs, TimeUnit.MILLISECONDS);
+      control.schedule(this::scanAndReschedule, delayMs);
     } catch (RejectedExecutionException e) {
       stopped = true; // the plugin shut the control thread down
     }
   }
 
   private void scanAndReschedule() {
-    long start = System.nanoTime();
+    long start = ticker.read();
     long next = intervalMs;
     try {
       scanOnce();
-      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(ticker.read() - start);
       next = Math.max(intervalMs, tookMs * SCAN_DUTY_FACTOR);
     } catch (Throwable t) {
       // Caught whole: an Error ending this task would stop invalidation for every client for the
       // rest of the DataNode's life, and clients would keep reading replicas that are gone.
       try {
         metrics.invalidationScanFailures.increment();
-        failures.failed(LOG, WHAT, t, System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(intervalMs));
+        failures.failed(LOG, WHAT, t, ticker.read(), TimeUnit.MILLISECONDS.toNanos(intervalMs));
       } catch (Throwable logFailed) {
         // under an OutOfMemoryError even logging may fail; the rescheduling below must still run
       }

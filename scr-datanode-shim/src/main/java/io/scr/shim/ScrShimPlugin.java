@@ -48,6 +48,10 @@ public final class ScrShimPlugin implements ServicePlugin {
   private static final long DATASET_POLL_MS = 50;
 
   private final ShimMetrics metrics = new ShimMetrics();
+
+  /** The shim's time: every latency, deadline and backoff it measures. */
+  private final Ticker ticker = Ticker.SYSTEM;
+
   private final CountDownLatch serving = new CountDownLatch(1);
 
   @GuardedBy("this")
@@ -192,9 +196,10 @@ public final class ScrShimPlugin implements ServicePlugin {
               limits,
               segments,
               metrics,
-              new DataNodeAccounting(dn),
-              config.extensionsEnabled);
-      ShimServer s = new ShimServer(socketPath, config, service, registry, limits, metrics);
+              new DataNodeAccounting(dn, ticker),
+              config.extensionsEnabled,
+              ticker);
+      ShimServer s = new ShimServer(socketPath, config, service, registry, limits, metrics, ticker);
       s.start();
       server = s;
       exitHook = socketRemovalHook(s.socketPath());
@@ -205,9 +210,15 @@ public final class ScrShimPlugin implements ServicePlugin {
       source =
           new ShimMetricsSource(metrics, lim::clientCount, dn.getXferPort(), socketPath.toString());
       source.register();
+      ScheduledThreadPoolExecutor scans = control;
       scanner =
           new InvalidationScanner(
-              registry, () -> replicaLookup(dn), control, metrics, config.invalidationIntervalMs);
+              registry,
+              () -> replicaLookup(dn),
+              (scan, delayMs) -> scans.schedule(scan, delayMs, TimeUnit.MILLISECONDS),
+              ticker,
+              metrics,
+              config.invalidationIntervalMs);
       scanner.start();
       serving.countDown();
     } catch (IOException | RuntimeException | LinkageError e) {

@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  */
 final class SegmentRegistry {
   private static final Logger LOG = LoggerFactory.getLogger(SegmentRegistry.class);
-  private static final ThrottledLog TRUNCATIONS = new ThrottledLog();
+  private static final ThrottledLog TRUNCATIONS = new ThrottledLog(Ticker.SYSTEM);
   private final ConcurrentHashMap<ShmId, ShimSegment> segments = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<BlockKey, SlotRef[]> byBlock = new ConcurrentHashMap<>();
   private final ClientLimits limits;

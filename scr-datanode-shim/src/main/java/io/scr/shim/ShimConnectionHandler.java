@@ -14,38 +14,37 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One client connection: decodes DataTransferProtocol frames ({@code [version 28 as
- * short][op][varint length][protobuf]}), serves each request on its event loop (fd requests while
- * {@link FdRequestRouting} allows; segment requests and single releases always) or hands it to a
- * worker, sends the reply and its fds, and tracks what the connection is for.
+ * One client connection: admits it (per-client and shim-wide limits, peer credentials), decodes its
+ * request frames ({@link RequestFrames}), decides where each request is served (on this event loop
+ * for fd requests while {@link FdRequestRouting} allows, for segment requests, single releases and
+ * liveness probes; else on a worker), and tracks what the connection is for; {@link
+ * DirectReplyWriter} and {@link ReplyWriter} send the replies.
  *
  * <p>States: READY (decode the next frame), BUSY (one request in flight; what arrives meanwhile
  * waits in the cumulation buffer, and more than twice the largest request closes the connection),
  * AWAIT_RECEIPT (the next byte is the receipt for passed fds), SHM (the connection carries a
- * segment: any byte or EOF frees it, stock semantics).
+ * segment: any byte or EOF frees it, stock semantics), CLOSED.
  *
- * <p>Concurrency: every field is confined to the channel's event loop; workers only build a {@link
- * Reply}, may send it themselves on their own duplicate of the socket fd (never through the
- * channel, which stays the event loop's; no other write can be in flight while the connection is
- * BUSY), and post it back with {@code eventLoop().execute}.
+ * <p>Concurrency: every field of this class is confined to the channel's event loop. A request
+ * handed to a worker carries copies of what it needs (op, body, client key, pid, a duplicate of the
+ * socket fd) and touches no field here: the worker builds an immutable {@link Reply}, may send it
+ * on its own fd duplicate ({@link DirectReplyWriter}, never through the channel, which stays the
+ * event loop's; no other write can be in flight while the connection is BUSY), and posts the reply
+ * and how far it got back with {@code eventLoop().execute}, which publishes them to this loop.
  */
 final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
-  private static final ThrottledLog WORKER_FAILURES = new ThrottledLog();
-  private static final ThrottledLog WRITE_TIMEOUTS = new ThrottledLog();
-  private static final ThrottledLog REFUSED_AT_ACCEPT = new ThrottledLog();
-  private static final ThrottledLog REQUEST_TIMEOUTS = new ThrottledLog();
-  private static final ThrottledLog PENDING_INPUT = new ThrottledLog();
+  private static final ThrottledLog WORKER_FAILURES = new ThrottledLog(Ticker.SYSTEM);
+  private static final ThrottledLog REFUSED_AT_ACCEPT = new ThrottledLog(Ticker.SYSTEM);
+  private static final ThrottledLog REQUEST_TIMEOUTS = new ThrottledLog(Ticker.SYSTEM);
+  private static final ThrottledLog PENDING_INPUT = new ThrottledLog(Ticker.SYSTEM);
   private static final AtomicBoolean NO_CREDENTIALS_LOGGED = new AtomicBoolean();
   private static final AtomicBoolean PID_NAMESPACE_LOGGED = new AtomicBoolean();
-  static final int DATA_TRANSFER_VERSION = 28;
-
-  /** Longest pause between attempts to pass fds through a full socket buffer. */
-  private static final long FD_RETRY_MAX_MS = 64;
 
   private enum State {
     READY,
@@ -60,13 +59,11 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final ClientLimits limits;
   private final ShimMetrics metrics;
   private final Executor workers;
+  private final Ticker ticker;
+  private final DirectReplyWriter direct;
   private final int maxRequestBytes;
 
-  /**
-   * Input a connection may have buffered while its request is served (BUSY): two largest requests.
-   * Stock and scr clients wait for each reply before the next request on a connection (sending only
-   * a receipt byte meanwhile).
-   */
+  /** Input a connection may have buffered while its request is served (BUSY). */
   private final int pendingInputLimit;
 
   private final long receiptTimeoutMs;
@@ -91,6 +88,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   /** Whether the shim-wide connection count includes this connection. */
   private boolean accepted;
 
+  /** Sends this connection's replies; null until the peer is known. */
+  private ReplyWriter writer;
+
   /** Closes a connection whose request does not arrive in full in time; null when not armed. */
   private ScheduledFuture<?> requestTimer;
 
@@ -98,11 +98,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private ShimSegment segment;
   private Reply awaiting;
   private ScheduledFuture<?> receiptTimer;
-
-  /** The reply being written (BUSY), and when it must be out or the connection closes. */
-  private Reply writing;
-
-  private ScheduledFuture<?> writeTimer;
 
   /** A connection with a routing of its own (tests that make handlers directly). */
   ShimConnectionHandler(
@@ -112,7 +107,8 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       ShimMetrics metrics,
       Executor workers,
       ShimConfig config,
-      PeerIdentity.Lookup peers) {
+      PeerIdentity.Lookup peers,
+      Ticker ticker) {
     this(
         service,
         registry,
@@ -120,8 +116,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
         metrics,
         workers,
         config,
-        FdRequestRouting.from(config, metrics),
-        peers);
+        FdRequestRouting.from(config, metrics, ticker),
+        peers,
+        ticker);
   }
 
   ShimConnectionHandler(
@@ -132,15 +129,18 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       Executor workers,
       ShimConfig config,
       FdRequestRouting routing,
-      PeerIdentity.Lookup peers) {
+      PeerIdentity.Lookup peers,
+      Ticker ticker) {
     this.peers = peers;
     this.service = service;
     this.registry = registry;
     this.limits = limits;
     this.metrics = metrics;
     this.workers = workers;
+    this.ticker = ticker;
+    this.direct = new DirectReplyWriter(metrics, ticker);
     this.maxRequestBytes = config.maxRequestBytes;
-    this.pendingInputLimit = (int) Math.min(Integer.MAX_VALUE, 2L * config.maxRequestBytes);
+    this.pendingInputLimit = config.pendingInputLimit;
     this.receiptTimeoutMs = config.receiptTimeoutMs;
     this.writeTimeoutMs = config.writeTimeoutMs;
     this.requestTimeoutMs = config.requestTimeoutMs;
@@ -181,6 +181,27 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     }
     pid = peer.pid;
     client = peer.key();
+    writer =
+        new ReplyWriter(
+            ctx,
+            new ReplyWriter.Connection() {
+              @Override
+              public void written(Reply r, long passedNanos) {
+                ShimConnectionHandler.this.written(ctx, r, passedNanos);
+              }
+
+              @Override
+              public void close() {
+                ShimConnectionHandler.this.close(ctx);
+              }
+            },
+            registry,
+            limits,
+            metrics,
+            ticker,
+            writeTimeoutMs,
+            client,
+            pid);
     if (!peer.pidUsable() && PID_NAMESPACE_LOGGED.compareAndSet(false, true)) {
       LOG.warn(
           "A scr shim client's pid is not visible ({}; another pid namespace?): such clients are"
@@ -208,7 +229,9 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       limits.releaseAccepted();
       accepted = false;
     }
-    stopWriteTimer();
+    if (writer != null) {
+      writer.stop();
+    }
     stopRequestTimer();
     if (counted) {
       limits.closeConnection(client);
@@ -291,62 +314,40 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
 
   /** Decodes one frame if complete; returns false to wait for more bytes or after closing. */
   private boolean decodeFrame(ChannelHandlerContext ctx, ByteBuf in) {
-    int start = in.readerIndex();
-    int avail = in.readableBytes();
-    if (avail < 2) {
-      armRequestTimer(ctx);
-      return false;
-    }
-    int version = in.getShort(start);
-    if (version != DATA_TRANSFER_VERSION) {
-      LOG.debug("Version Mismatch (Expected: 28, Received: {} ) from pid {}", version, pid);
-      reject(ctx, in, ShimMetrics.Rejection.BAD_VERSION);
-      return false;
-    }
-    if (avail < 3) {
-      armRequestTimer(ctx);
-      return false;
-    }
-    int op = in.getUnsignedByte(start + 2);
-    if (!service.isServedOp(op)) {
-      LOG.debug("Unknown op {} from pid {}", op, pid);
-      reject(ctx, in, ShimMetrics.Rejection.UNKNOWN_OP);
-      return false;
-    }
-    long length = 0;
-    int pos = start + 3;
-    int shift = 0;
-    while (true) {
-      if (pos >= start + avail) {
+    RequestFrames.Header h = RequestFrames.peek(in, service::isServedOp, maxRequestBytes);
+    switch (h.kind) {
+      case INCOMPLETE:
+        // a frame begun must be complete within scr.shim.request.timeout.ms
         armRequestTimer(ctx);
-        return false; // varint incomplete
-      }
-      int b = in.getUnsignedByte(pos++);
-      length |= (long) (b & 0x7f) << shift;
-      if ((b & 0x80) == 0) {
-        break;
-      }
-      shift += 7;
-      if (shift >= 35) {
+        return false;
+      case BAD_VERSION:
+        LOG.debug(
+            "Version Mismatch (Expected: {}, Received: {} ) from pid {}",
+            RequestFrames.DATA_TRANSFER_VERSION,
+            h.version,
+            pid);
+        reject(ctx, in, ShimMetrics.Rejection.BAD_VERSION);
+        return false;
+      case UNKNOWN_OP:
+        LOG.debug("Unknown op {} from pid {}", h.op, pid);
+        reject(ctx, in, ShimMetrics.Rejection.UNKNOWN_OP);
+        return false;
+      case BAD_VARINT:
         reject(ctx, in, ShimMetrics.Rejection.BAD_VARINT);
         return false;
-      }
+      case OVERSIZED:
+        LOG.debug("Request of {} bytes from pid {} exceeds {}", h.length, pid, maxRequestBytes);
+        reject(ctx, in, ShimMetrics.Rejection.OVERSIZED);
+        return false;
+      case COMPLETE:
+        byte[] body = new byte[(int) h.length];
+        in.skipBytes(h.headerLength);
+        in.readBytes(body);
+        dispatch(ctx, h.op, body);
+        return true;
+      default:
+        throw new AssertionError(h.kind);
     }
-    if (length > maxRequestBytes) {
-      LOG.debug("Request of {} bytes from pid {} exceeds {}", length, pid, maxRequestBytes);
-      reject(ctx, in, ShimMetrics.Rejection.OVERSIZED);
-      return false;
-    }
-    int headerLength = pos - start;
-    if (avail < headerLength + length) {
-      armRequestTimer(ctx); // a frame begun must be complete within scr.shim.request.timeout.ms
-      return false;
-    }
-    byte[] body = new byte[(int) length];
-    in.skipBytes(headerLength);
-    in.readBytes(body);
-    dispatch(ctx, op, body);
-    return true;
   }
 
   private void reject(ChannelHandlerContext ctx, ByteBuf in, ShimMetrics.Rejection why) {
@@ -356,9 +357,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   }
 
   private void close(ChannelHandlerContext ctx) {
-    if (state != State.CLOSED) {
-      state = State.CLOSED;
-    }
+    state = State.CLOSED;
     ctx.close();
   }
 
@@ -366,45 +365,47 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     stopRequestTimer();
     state = State.BUSY;
     if (overLimit != null) {
-      send(ctx, service.limitReply(op, overLimit));
+      writer.send(service.limitReply(op, overLimit), DirectReplyWriter.Progress.NONE);
       return;
     }
-    int client = this.client;
-    long decoded = System.nanoTime();
+    long decoded = ticker.read();
     boolean epoll = ctx.channel() instanceof EpollDomainSocketChannel;
     if (epoll && op == ShortCircuitService.OP_REQUEST_FDS && routing.onEventLoop()) {
       routing.startOnEventLoop();
-      Reply r = handle(op, body, client);
-      r.decodedNanos = decoded;
-      routing.servedOnEventLoop(System.nanoTime() - decoded, r);
+      Reply r = handle(op, body, client, decoded);
+      routing.servedOnEventLoop(ticker.read() - decoded, r);
       replyFromLoop(ctx, r);
       return;
     }
-    if (epoll && service.servedInMemory(op)) {
-      // Memory only, never storage or the dataset's lock: a memfd segment created, zero-filled
-      // and mapped in tens of microseconds, or one slot released. Through a worker, the two
-      // hand-offs cost more than the work (issue 16, session 10: op 89 took 0.5-1.2 ms at the
-      // median on the workers, and a new client's first reads wait for its first segment).
-      Reply r = handle(op, body, client);
-      r.decodedNanos = decoded;
-      replyFromLoop(ctx, r);
+    if (epoll && service.servedInMemory(op, body)) {
+      // Memory only, never storage, the dataset's lock or the workers: a memfd segment created,
+      // zero-filled and mapped in tens of microseconds, one slot released, or a liveness probe.
+      // Through a worker, the two hand-offs cost more than the work (op 89 took 0.5-1.2 ms at
+      // the median on the workers, and a new client's first reads wait for its first segment),
+      // and a probe would measure the workers instead of this loop.
+      replyFromLoop(ctx, handle(op, body, client, decoded));
       return;
     }
-    int socketFd = workerSocket(ctx);
+    int socketFd = DirectReplyWriter.duplicate(ctx.channel());
+    int clientKey = client;
+    int clientPid = pid;
+    ReplyWriter replies = writer;
     try {
       workers.execute(
           () -> {
-            Reply r = handle(op, body, client);
-            r.decodedNanos = decoded;
+            // Runs on a worker: reads only the captured copies above, never this handler's fields.
+            Reply r = handle(op, body, clientKey, decoded);
+            DirectReplyWriter.Progress done = DirectReplyWriter.Progress.NONE;
             if (socketFd >= 0) {
               try {
-                sendDirect(socketFd, r);
+                done = direct.send(socketFd, r, clientPid);
               } finally {
                 FdPassing.close(socketFd);
               }
             }
+            DirectReplyWriter.Progress sent = done;
             try {
-              ctx.channel().eventLoop().execute(() -> send(ctx, r));
+              ctx.channel().eventLoop().execute(() -> replies.send(r, sent));
             } catch (RejectedExecutionException shuttingDown) {
               r.abandon(registry);
             }
@@ -424,244 +425,67 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
    * decode.
    */
   private void replyFromLoop(ChannelHandlerContext ctx, Reply r) {
-    sendDirect(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r);
-    ctx.channel().eventLoop().execute(() -> send(ctx, r));
+    DirectReplyWriter.Progress done =
+        direct.send(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r, pid);
+    ReplyWriter replies = writer;
+    ctx.channel().eventLoop().execute(() -> replies.send(r, done));
   }
 
-  /** {@link ShortCircuitService#handle}, with a last guard: always returns a reply. */
-  private Reply handle(int op, byte[] body, int client) {
+  /**
+   * {@link ShortCircuitService#handle}, with a last guard: always returns a reply. Runs on this
+   * event loop or a worker; touches no field but the final ones.
+   */
+  private Reply handle(int op, byte[] body, int clientKey, long decoded) {
     try {
-      return service.handle(op, body, client);
+      return service.handle(op, body, clientKey, decoded);
     } catch (Throwable t) {
       // handle() answers every failure itself; this is the last guard. A task that ends without
       // posting a reply would leave the connection BUSY forever.
       metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
-      WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for pid " + client, t);
-      return Reply.closeOnly(ShimMetrics.OpKind.REQUEST_FDS, System.nanoTime());
+      WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for client " + clientKey, t);
+      return service.internalError();
     }
   }
 
-  /**
-   * A duplicate of the connection's socket fd for the worker to reply on ({@link #sendDirect}), or
-   * -1 (not an epoll channel, or dup failed: the event loop sends). Taken on the event loop while
-   * the channel is open; the worker closes it.
-   */
-  private static int workerSocket(ChannelHandlerContext ctx) {
-    if (!(ctx.channel() instanceof EpollDomainSocketChannel) || !ctx.channel().isOpen()) {
-      return -1;
+  /** The whole of {@code r} reached the client: book it and move to the connection's next state. */
+  private void written(ChannelHandlerContext ctx, Reply r, long passedNanos) {
+    // Until the client had its answer (fds passed), not until this event loop got round to it.
+    long end = passedNanos != 0 ? passedNanos : ticker.read();
+    metrics.request(r.op, r.status, end - r.receivedNanos());
+    if (!r.awaitReceipt) {
+      r.done(r.status == Status.SUCCESS);
     }
-    try {
-      return FdPassing.duplicate(((EpollDomainSocketChannel) ctx.channel()).fd().intValue());
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("Replying from the event loop: {}", e.toString());
-      return -1;
-    }
-  }
-
-  /**
-   * Sends {@code r} from the thread that built it (a worker, on its duplicate of the socket; or the
-   * event loop, on the channel's fd, for {@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}): the
-   * response bytes, then the fds, each with one non-blocking call, so the client has its answer
-   * without waiting for the event loop to take the reply (the second hand-off of every request, the
-   * larger part of an op 87's time in the shim under load, issue 16). Stops at the first call the
-   * socket does not take in full: the event loop sends the rest ({@link Reply#bytesSent}, the fds
-   * still in the reply) with its deadline. Replies that change the connection (close it, carry a
-   * segment) are left to the event loop. Never throws: a failed write marks the reply for the event
-   * loop to abandon.
-   */
-  private void sendDirect(int socketFd, Reply r) {
-    if (r.closeOnly || r.closeAfter || r.newSegment != null || r.shmFd != null) {
-      return;
-    }
-    r.sendStartNanos = System.nanoTime();
-    try {
-      while (r.bytesSent < r.bytes.length) {
-        int n = FdPassing.write(socketFd, r.bytes, r.bytesSent, r.bytes.length - r.bytesSent);
-        if (n == 0) {
-          return; // socket buffer full: the event loop writes the rest
-        }
-        r.bytesSent += n;
-      }
-      if (!r.streams.isEmpty()) {
-        if (FdPassing.send(socketFd, r.fdNumbers(), r.dataByte) == FdPassing.WOULD_BLOCK) {
-          return;
-        }
-        metrics.fdsPassed.add(r.fdCount());
-        r.passedNanos = System.nanoTime();
-        metrics.fdPhases(r, r.passedNanos);
-        r.closeOwnCopies();
-      } else {
-        r.passedNanos = System.nanoTime();
-      }
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("Replying to pid {} from a worker failed: {}", pid, e.toString());
-      r.sendFailed = true;
-    }
-  }
-
-  private void send(ChannelHandlerContext ctx, Reply r) {
-    safely(ctx, r, () -> sendReply(ctx, r));
-  }
-
-  /** Runs one event-loop step of sending {@code r}; a Throwable abandons the reply and closes. */
-  private void safely(ChannelHandlerContext ctx, Reply r, Runnable step) {
-    try {
-      step.run();
-    } catch (Throwable t) {
-      // On the event loop an escaping Throwable would only be logged by netty, and the connection
-      // would stay BUSY holding the reply's fds and slots: give them back and close instead.
-      r.abandon(registry);
-      close(ctx);
-      metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
-      WORKER_FAILURES.log(LOG, "scr shim failed sending a reply to pid " + pid, t);
-    }
-  }
-
-  private void sendReply(ChannelHandlerContext ctx, Reply r) {
-    if (r.sendStartNanos == 0) {
-      r.sendStartNanos = System.nanoTime();
-    }
-    if (!ctx.channel().isActive()) {
-      if (r.passedNanos != 0) {
-        // The worker sent all of it before the connection closed: the request was answered, and
-        // a receipt it asked for can no longer come (as if this loop had been awaiting it).
-        metrics.request(r.op, r.status, r.passedNanos - r.receivedNanos());
-        if (r.awaitReceipt) {
-          metrics.reject(ShimMetrics.Rejection.RECEIPT_MISSING);
-          LOG.info(
-              "Client pid {}: the connection closed before the receipt byte; unregistering the"
-                  + " slot",
-              pid);
-        }
-      }
-      r.abandon(registry);
-      return;
-    }
-    if (r.closeOnly) {
+    if (r.closeAfter) {
       close(ctx);
       return;
     }
-    if (r.sendFailed) {
-      r.abandon(registry);
-      close(ctx);
-      return;
-    }
-    // The BUSY state's deadline: a client that stops reading must not keep this reply, its fds
-    // and the connection forever (idle closes apply only in READY).
-    if (r.bytesSent == r.bytes.length) {
-      // The worker wrote the response, and passed the fds unless the socket was full.
-      if (r.hasFds()) {
-        writing = r;
-        passFds(ctx, r, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs), 1);
-      } else {
-        finish(ctx, r);
-      }
-      return;
-    }
-    int replyBytes = r.bytes.length - r.bytesSent;
-    if (!limits.reserveReplyBytes(client, replyBytes)) {
-      // This client already has scr.shim.client.max.pending.reply.bytes unread on other
-      // connections: it is not reading, so this reply would only pin more of the heap.
-      metrics.reject(ShimMetrics.Rejection.PENDING_REPLY_BYTES);
-      WRITE_TIMEOUTS.warn(
-          LOG,
-          "Client pid "
-              + pid
-              + " has more than "
-              + ScrShimKeys.CLIENT_MAX_PENDING_REPLY_BYTES
-              + " of replies unread; closing this connection");
-      r.abandon(registry);
-      close(ctx);
-      return;
-    }
-    writing = r;
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(writeTimeoutMs);
-    ByteBuf buf = Unpooled.wrappedBuffer(r.bytes, r.bytesSent, replyBytes);
-    ctx.writeAndFlush(buf)
-        .addListener(
-            f ->
-                safely(
-                    ctx,
-                    r,
-                    () -> {
-                      limits.releaseReplyBytes(client, replyBytes);
-                      if (!f.isSuccess()) {
-                        r.abandon(registry);
-                        close(ctx);
-                      } else if (r.hasFds()) {
-                        passFds(ctx, r, deadline, 1);
-                      } else {
-                        finish(ctx, r);
-                      }
-                    }));
-    // Almost every reply is out (finished) by now: a timer is armed only for one that is not, so
-    // the hot path schedules nothing. Blocked fd sends check the same deadline themselves.
-    if (writing == r && writeTimer == null) {
-      writeTimer =
+    ShimSegment carried = r.takeSegment();
+    if (carried != null) {
+      segment = carried;
+      state = State.SHM;
+    } else if (r.awaitReceipt) {
+      state = State.AWAIT_RECEIPT;
+      awaiting = r;
+      receiptTimer =
           ctx.executor()
               .schedule(
                   () -> {
-                    if (writing == r) {
-                      writeTimedOut(ctx, r);
+                    if (state == State.AWAIT_RECEIPT) {
+                      receiptMissing("no receipt byte within " + receiptTimeoutMs + " ms");
+                      close(ctx);
                     }
                   },
-                  Math.max(0, deadline - System.nanoTime()),
-                  TimeUnit.NANOSECONDS);
+                  receiptTimeoutMs,
+                  TimeUnit.MILLISECONDS);
+    } else {
+      state = State.READY;
     }
-  }
-
-  /** Runs on the event loop once the response bytes are in the socket. */
-  private void passFds(ChannelHandlerContext ctx, Reply r, long deadline, long retryMs) {
-    if (!ctx.channel().isActive()) {
-      r.abandon(registry);
-      return;
-    }
-    int sent;
+    // Bytes that arrived while busy are still in the cumulation buffer: decode them now.
     try {
-      int socketFd = ((EpollDomainSocketChannel) ctx.channel()).fd().intValue();
-      sent = FdPassing.send(socketFd, r.fdNumbers(), r.dataByte);
-    } catch (IOException e) {
-      LOG.debug("Passing fds to pid {} failed: {}", pid, e.toString());
-      r.abandon(registry);
-      close(ctx);
-      return;
+      channelRead(ctx, Unpooled.EMPTY_BUFFER);
+    } catch (Exception e) {
+      exceptionCaught(ctx, e);
     }
-    if (sent == FdPassing.WOULD_BLOCK) {
-      if (System.nanoTime() - deadline > 0) {
-        writeTimedOut(ctx, r);
-      } else {
-        // Backing off: a client that does not drain its socket costs a wake-up every 64 ms, not
-        // one per millisecond, until the write deadline closes it.
-        long next = Math.min(retryMs * 2, FD_RETRY_MAX_MS);
-        ctx.executor()
-            .schedule(
-                () -> safely(ctx, r, () -> passFds(ctx, r, deadline, next)),
-                retryMs,
-                TimeUnit.MILLISECONDS);
-      }
-      return;
-    }
-    metrics.fdsPassed.add(r.fdCount());
-    r.passedNanos = System.nanoTime();
-    metrics.fdPhases(r, r.passedNanos);
-    r.closeOwnCopies();
-    finish(ctx, r);
-  }
-
-  private void writeTimedOut(ChannelHandlerContext ctx, Reply r) {
-    stopWriteTimer();
-    metrics.reject(ShimMetrics.Rejection.WRITE_TIMEOUT);
-    WRITE_TIMEOUTS.warn(
-        LOG,
-        "Client pid "
-            + pid
-            + " did not read its reply within "
-            + ScrShimKeys.WRITE_TIMEOUT_MS
-            + "="
-            + writeTimeoutMs
-            + " ms; closing the connection and releasing the reply's fds and slots");
-    r.abandon(registry);
-    close(ctx);
   }
 
   /**
@@ -700,55 +524,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     if (requestTimer != null) {
       requestTimer.cancel(false);
       requestTimer = null;
-    }
-  }
-
-  private void stopWriteTimer() {
-    writing = null;
-    if (writeTimer != null) {
-      writeTimer.cancel(false);
-      writeTimer = null;
-    }
-  }
-
-  private void finish(ChannelHandlerContext ctx, Reply r) {
-    stopWriteTimer();
-    // Until the client had its answer (fds passed), not until this event loop got round to it.
-    long end = r.passedNanos != 0 ? r.passedNanos : System.nanoTime();
-    metrics.request(r.op, r.status, end - r.receivedNanos());
-    if (!r.awaitReceipt) {
-      r.done(r.status == org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status.SUCCESS);
-    }
-    if (r.closeAfter) {
-      close(ctx);
-      return;
-    }
-    if (r.newSegment != null) {
-      segment = r.newSegment;
-      r.newSegment = null;
-      state = State.SHM;
-    } else if (r.awaitReceipt) {
-      state = State.AWAIT_RECEIPT;
-      awaiting = r;
-      receiptTimer =
-          ctx.executor()
-              .schedule(
-                  () -> {
-                    if (state == State.AWAIT_RECEIPT) {
-                      receiptMissing("no receipt byte within " + receiptTimeoutMs + " ms");
-                      close(ctx);
-                    }
-                  },
-                  receiptTimeoutMs,
-                  TimeUnit.MILLISECONDS);
-    } else {
-      state = State.READY;
-    }
-    // Bytes that arrived while busy are still in the cumulation buffer: decode them now.
-    try {
-      channelRead(ctx, Unpooled.EMPTY_BUFFER);
-    } catch (Exception e) {
-      exceptionCaught(ctx, e);
     }
   }
 

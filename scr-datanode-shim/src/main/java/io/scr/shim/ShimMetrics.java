@@ -29,7 +29,8 @@ final class ShimMetrics {
     REQUEST_SHM("request_shm"),
     EXT_BATCH_FDS("ext_batch_fds"),
     EXT_BATCH_RELEASE("ext_batch_release"),
-    EXT_HELLO("ext_hello");
+    EXT_HELLO("ext_hello"),
+    EXT_PING("ext_ping");
 
     final String label;
 
@@ -135,10 +136,11 @@ final class ShimMetrics {
   }
 
   /**
-   * Records the phases of one op-87 reply whose fds were passed at {@code passedNanos}; replies
-   * without the marks of a granted op 87 (refusals, other ops) are ignored.
+   * Records the phases of one op-87 reply whose send began at {@code sendStartNanos} and whose fds
+   * were passed at {@code passedNanos}; replies without the marks of a granted op 87 (refusals,
+   * other ops) are ignored.
    */
-  void fdPhases(Reply r, long passedNanos) {
+  void fdPhases(Reply r, long sendStartNanos, long passedNanos) {
     if (r.op != OpKind.REQUEST_FDS || r.decodedNanos == 0 || r.openStartNanos == 0) {
       return;
     }
@@ -146,8 +148,8 @@ final class ShimMetrics {
     record(FdPhase.CHECK, r.openStartNanos - r.startNanos);
     record(FdPhase.OPEN, r.openEndNanos - r.openStartNanos);
     record(FdPhase.REGISTER, r.builtNanos - r.openEndNanos);
-    record(FdPhase.HANDOFF, r.sendStartNanos - r.builtNanos);
-    record(FdPhase.SEND, passedNanos - r.sendStartNanos);
+    record(FdPhase.HANDOFF, sendStartNanos - r.builtNanos);
+    record(FdPhase.SEND, passedNanos - sendStartNanos);
     record(FdPhase.TOTAL, passedNanos - r.decodedNanos);
   }
 

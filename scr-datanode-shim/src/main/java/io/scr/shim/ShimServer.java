@@ -44,6 +44,7 @@ final class ShimServer implements AutoCloseable {
   private final SegmentRegistry registry;
   private final ClientLimits limits;
   private final ShimMetrics metrics;
+  private final Ticker ticker;
   private EventLoopGroup group;
   private ThreadPoolExecutor workers;
   private ChannelGroup channels;
@@ -55,8 +56,10 @@ final class ShimServer implements AutoCloseable {
       ShortCircuitService service,
       SegmentRegistry registry,
       ClientLimits limits,
-      ShimMetrics metrics) {
+      ShimMetrics metrics,
+      Ticker ticker) {
     this.socketPath = socketPath;
+    this.ticker = ticker;
     this.config = config;
     this.service = service;
     this.registry = registry;
@@ -91,7 +94,7 @@ final class ShimServer implements AutoCloseable {
               new DefaultThreadFactory("scr-shim-worker", true));
       workers.allowCoreThreadTimeOut(true);
       channels = new DefaultChannelGroup("scr-shim", group.next());
-      FdRequestRouting routing = FdRequestRouting.from(config, metrics);
+      FdRequestRouting routing = FdRequestRouting.from(config, metrics, ticker);
       removeStaleSocket();
       ServerBootstrap b =
           new ServerBootstrap()
@@ -116,7 +119,8 @@ final class ShimServer implements AutoCloseable {
                                   workers,
                                   config,
                                   routing,
-                                  PeerIdentity.SO_PEERCRED));
+                                  PeerIdentity.SO_PEERCRED,
+                                  ticker));
                     }
                   });
       serverChannel =

@@ -16,6 +16,12 @@ final class ThrottledLog {
 
   private final AtomicLong nextNanos = new AtomicLong(Long.MIN_VALUE);
   private final AtomicLong suppressed = new AtomicLong();
+  private final Ticker ticker;
+
+  /** A log throttled on {@code ticker}'s minutes. */
+  ThrottledLog(Ticker ticker) {
+    this.ticker = ticker;
+  }
 
   /** Logs {@code message} and {@code t} at ERROR, unless one was logged less than a minute ago. */
   void log(Logger log, String message, Throwable t) {
@@ -43,7 +49,7 @@ final class ThrottledLog {
 
   /** The number of messages suppressed since the last one, or -1 if this one is suppressed. */
   private long claim() {
-    long now = System.nanoTime();
+    long now = ticker.read();
     long next = nextNanos.get();
     if ((next == Long.MIN_VALUE || now - next >= 0)
         && nextNanos.compareAndSet(next, now + INTERVAL_NANOS)) {

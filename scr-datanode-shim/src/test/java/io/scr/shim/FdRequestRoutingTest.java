@@ -39,7 +39,7 @@ class FdRequestRoutingTest {
   @Test
   void byDefaultFdRequestsAreServedOnTheEventLoop() {
     ShimConfig config = ShimConfig.from(new Configuration(false));
-    assertTrue(FdRequestRouting.from(config, new ShimMetrics()).onEventLoop());
+    assertTrue(FdRequestRouting.from(config, new ShimMetrics(), Ticker.SYSTEM).onEventLoop());
     assertEquals(5, config.fdRequestsLoopMaxMs);
     assertEquals(30_000, config.fdRequestsLoopBackoffMs);
   }

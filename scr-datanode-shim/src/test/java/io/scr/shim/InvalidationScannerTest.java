@@ -7,16 +7,38 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.scr.shim.SegmentRegistry.BlockKey;
 import io.scr.shim.SegmentRegistry.ShimSegment;
 import io.scr.shim.SegmentRegistryTest.FakeReplica;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 3 (scan side): an {@code Error} in one invalidation scan (an InternalError from
- * a truncated segment, an OutOfMemoryError) must not stop invalidation for every client.
+ * An {@code Error} in one invalidation scan (an InternalError from a truncated segment, an
+ * OutOfMemoryError) must not stop invalidation for every client. The scanner runs on a scheduler
+ * the test steps by hand and a fake ticker, so nothing here waits.
  */
 class InvalidationScannerTest {
+  /** Scans scheduled and not yet run, in order, with their delays; run by {@link #runNext}. */
+  private static final class ManualScheduler implements InvalidationScanner.Scheduler {
+    final Deque<Runnable> pending = new ArrayDeque<>();
+    final Deque<Long> delays = new ArrayDeque<>();
+
+    @Override
+    public void schedule(Runnable scan, long delayMs) {
+      pending.add(scan);
+      delays.add(delayMs);
+    }
+
+    /** Runs the next scheduled scan on this thread, as the control thread would. */
+    void runNext() {
+      assertFalse(pending.isEmpty(), "a scan is scheduled");
+      delays.poll();
+      pending.poll().run();
+    }
+  }
+
   @Test
   void anErrorInOneScanDoesNotStopLaterScansFromInvalidating() throws Exception {
     ShimMetrics metrics = new ShimMetrics();
@@ -35,15 +57,18 @@ class InvalidationScannerTest {
           }
           return null; // the replica was deleted: the slot must be invalidated
         };
-    ScheduledThreadPoolExecutor control = new ScheduledThreadPoolExecutor(1);
+    ManualScheduler control = new ManualScheduler();
+    AtomicLong now = new AtomicLong();
     InvalidationScanner scanner =
-        new InvalidationScanner(registry, () -> deletedAfterAFault, control, metrics, 5);
+        new InvalidationScanner(registry, () -> deletedAfterAFault, control, now::get, metrics, 5);
     try {
       scanner.start();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (seg.segment.slot(0).isValid() && System.nanoTime() < deadline) {
-        Thread.sleep(5); // polling an observable outcome of another thread, with a deadline
-      }
+      assertEquals(5L, control.delays.peek(), "the first scan one interval from now");
+      control.runNext(); // the faulting scan
+      assertTrue(seg.segment.slot(0).isValid(), "the faulting scan invalidated nothing");
+      assertEquals(1, control.pending.size(), "the next scan was scheduled after the Error");
+      assertEquals(5L, control.delays.peek(), "one interval later");
+      control.runNext();
       assertFalse(
           seg.segment.slot(0).isValid(),
           "a scan after the failed one cleared VALID (lookups: " + lookups.get() + ")");
@@ -51,8 +76,6 @@ class InvalidationScannerTest {
       assertEquals(1, metrics.snapshot().get("slots_invalidated"));
     } finally {
       scanner.stop();
-      control.shutdownNow();
-      assertTrue(control.awaitTermination(10, TimeUnit.SECONDS));
       registry.remove(seg);
     }
   }
@@ -64,7 +87,8 @@ class InvalidationScannerTest {
     ShimSegment seg = registry.add(SegmentRegistryTest.newSegment(), 1000);
     seg.segment.slot(3).makeValid();
     registry.register(seg, 3, new BlockKey("bp", 3), new FakeReplica(3, 1), 1, false);
-    ScheduledThreadPoolExecutor control = new ScheduledThreadPoolExecutor(1);
+    ManualScheduler control = new ManualScheduler();
+    AtomicLong now = new AtomicLong();
     InvalidationScanner scanner =
         new InvalidationScanner(
             registry,
@@ -73,23 +97,52 @@ class InvalidationScannerTest {
                   throw new OutOfMemoryError("Java heap space (injected)");
                 },
             control,
+            now::get,
             metrics,
             1);
     try {
       scanner.start();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (metrics.invalidationScanFailures.sum() < 5 && System.nanoTime() < deadline) {
-        Thread.sleep(5);
+      for (int i = 0; i < 5; i++) {
+        control.runNext();
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(1));
       }
       assertTrue(metrics.invalidationScanFailures.sum() >= 5, "retried after each Error");
       scanner.stop();
       long stoppedAt = metrics.invalidationScanFailures.sum();
-      Thread.sleep(100); // nothing may run after stop(): at most the scan already under way
+      // Whatever was scheduled before stop() may still run; it must not schedule another.
+      while (!control.pending.isEmpty()) {
+        control.runNext();
+      }
       assertTrue(metrics.invalidationScanFailures.sum() <= stoppedAt + 1, "stop() ends the loop");
     } finally {
-      control.shutdownNow();
-      assertTrue(control.awaitTermination(10, TimeUnit.SECONDS));
       registry.remove(seg);
     }
+  }
+
+  @Test
+  void aLongScanIsFollowedByAPauseOfNineTimesItsDuration() throws Exception {
+    ShimMetrics metrics = new ShimMetrics();
+    SegmentRegistry registry = new SegmentRegistry(new ClientLimits(10, 10, 10), metrics);
+    ManualScheduler control = new ManualScheduler();
+    AtomicLong now = new AtomicLong();
+    SegmentRegistry.ReplicaLookup slow =
+        (bp, id) -> {
+          throw new AssertionError("no block is registered");
+        };
+    InvalidationScanner scanner =
+        new InvalidationScanner(
+            registry,
+            () -> {
+              now.addAndGet(TimeUnit.MILLISECONDS.toNanos(100)); // the scan takes 100 ms
+              return slow;
+            },
+            control,
+            now::get,
+            metrics,
+            200);
+    scanner.start();
+    control.runNext();
+    assertEquals(900L, control.delays.peek(), "9 x the 100 ms scan, over the 200 ms interval");
+    scanner.stop();
   }
 }

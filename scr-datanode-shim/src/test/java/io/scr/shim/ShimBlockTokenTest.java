@@ -103,7 +103,8 @@ class ShimBlockTokenTest {
         SegmentFactory.newBuilder().build(),
         metrics,
         DataNodeAccounting.NONE,
-        true);
+        true,
+        Ticker.SYSTEM);
   }
 
   private Token<BlockTokenIdentifier> token(

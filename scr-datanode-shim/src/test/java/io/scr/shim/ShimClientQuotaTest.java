@@ -72,7 +72,8 @@ class ShimClientQuotaTest {
                 metrics,
                 Runnable::run,
                 ShimConfig.from(conf),
-                c -> new PeerIdentity(pid, uid)));
+                c -> new PeerIdentity(pid, uid),
+                Ticker.SYSTEM));
     ch.freezeTime(); // the deadlines run on the channel's clock, advanced by the test
     ch.runPendingTasks();
     return ch;
@@ -90,7 +91,7 @@ class ShimClientQuotaTest {
             .toByteArray();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     DataOutputStream d = new DataOutputStream(out);
-    d.writeShort(ShimConnectionHandler.DATA_TRANSFER_VERSION);
+    d.writeShort(RequestFrames.DATA_TRANSFER_VERSION);
     d.writeByte(ShortCircuitService.OP_REQUEST_FDS);
     d.writeByte(body.length); // < 128: a one-byte varint
     d.write(body);

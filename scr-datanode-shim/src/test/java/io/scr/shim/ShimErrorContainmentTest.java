@@ -62,7 +62,8 @@ class ShimErrorContainmentTest {
         SegmentFactory.newBuilder().build(),
         metrics,
         DataNodeAccounting.NONE,
-        true);
+        true,
+        Ticker.SYSTEM);
   }
 
   /** A dataset whose every use fails with {@code error}, as a faulting mapping would. */
@@ -89,7 +90,7 @@ class ShimErrorContainmentTest {
   private static ByteBuf frame(int op, byte[] body) throws IOException {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     DataOutputStream d = new DataOutputStream(out);
-    d.writeShort(ShimConnectionHandler.DATA_TRANSFER_VERSION);
+    d.writeShort(RequestFrames.DATA_TRANSFER_VERSION);
     d.writeByte(op);
     int n = body.length;
     while (n >= 0x80) {
@@ -159,7 +160,8 @@ class ShimErrorContainmentTest {
                 metrics,
                 pool,
                 config,
-                ch -> new PeerIdentity(4242, 1000)));
+                ch -> new PeerIdentity(4242, 1000),
+                Ticker.SYSTEM));
     channel.writeInbound(
         frame(ShortCircuitService.OP_REQUEST_FDS, fdRequest(new Token<BlockTokenIdentifier>())));
     channel.runPendingTasks();

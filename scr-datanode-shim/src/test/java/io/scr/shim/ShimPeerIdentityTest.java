@@ -71,7 +71,8 @@ class ShimPeerIdentityTest {
             metrics,
             Runnable::run,
             ShimConfig.from(new Configuration(false)),
-            peer));
+            peer,
+            Ticker.SYSTEM));
   }
 
   private static ByteBuf fdRequestFrame() throws IOException {
@@ -86,7 +87,7 @@ class ShimPeerIdentityTest {
             .toByteArray();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     DataOutputStream d = new DataOutputStream(out);
-    d.writeShort(ShimConnectionHandler.DATA_TRANSFER_VERSION);
+    d.writeShort(RequestFrames.DATA_TRANSFER_VERSION);
     d.writeByte(ShortCircuitService.OP_REQUEST_FDS);
     d.writeByte(body.length); // < 128: a one-byte varint
     d.write(body);

@@ -65,7 +65,8 @@ class ShimPendingLimitsTest {
         SegmentFactory.newBuilder().build(),
         metrics,
         DataNodeAccounting.NONE,
-        true);
+        true,
+        Ticker.SYSTEM);
   }
 
   private static ClientLimits pendingFds(int perClient, int perUid, int total) {

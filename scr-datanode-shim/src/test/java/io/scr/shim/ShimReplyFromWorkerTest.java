@@ -91,7 +91,9 @@ class ShimReplyFromWorkerTest {
     conf.setInt(ScrShimKeys.IO_THREADS.name(), 1);
     conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false); // the workers' path
     Path socket = dir.resolve("dn.sock");
-    server[0] = new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+    server[0] =
+        new ShimServer(
+            socket, ShimConfig.from(conf), service, registry, limits, metrics, Ticker.SYSTEM);
     server[0].start();
     try (RawPeer peer = new RawPeer(socket.toString())) {
       // Bounded well under the event loop's hold (60 s): without the worker's reply this read
@@ -261,7 +263,8 @@ class ShimReplyFromWorkerTest {
       conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), onLoop);
       Path socket = dir.resolve("dn-" + onLoop + ".sock");
       ShimServer server =
-          new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+          new ShimServer(
+              socket, ShimConfig.from(conf), service, registry, limits, metrics, Ticker.SYSTEM);
       server.start();
       try (RawPeer peer = new RawPeer(socket.toString())) {
         for (int i = 0; i < 3; i++) {
@@ -321,13 +324,15 @@ class ShimReplyFromWorkerTest {
   }
 
   /**
-   * Four fd requests on the event loop (slow above 100 ms, backoff 1.5 s); the second waits 300 ms,
-   * after reading a file from storage if {@code readStorage}, and the fourth comes after the
-   * backoff. Records each request's file-opening thread in {@code openedOn}; returns the bytes the
-   * second read from storage.
+   * Four fd requests on the event loop (slow above 100 ms, backoff 1.5 s) on a fake clock; the
+   * second takes 300 ms on it (and waits for real briefly), after reading a file from storage if
+   * {@code readStorage}, and the fourth comes 2 s later on the clock, after the backoff. Records
+   * each request's file-opening thread in {@code openedOn}; returns the bytes the second read from
+   * storage.
    */
   private long slowSecondRequest(boolean readStorage) throws Exception {
     FsDatasetSpi<?> dataset = replica(9, 8, 7, 6);
+    java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong();
     java.util.concurrent.atomic.AtomicInteger calls =
         new java.util.concurrent.atomic.AtomicInteger();
     ColdFile cold = new ColdFile(dir.resolve("cold"), 1 << 20);
@@ -341,7 +346,10 @@ class ShimReplyFromWorkerTest {
                 if (readStorage) { // a directory not in the kernel's caches on a slow disk
                   fromStorage.set(cold.readCold());
                 }
-                sleepQuietly(300);
+                // 300 ms on the shim's clock; a real wait of 1 ms is what the stall probe sees of
+                // a lock wait (a voluntary context switch).
+                clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(300));
+                sleepQuietly(1);
               }
               return dataset;
             },
@@ -353,12 +361,13 @@ class ShimReplyFromWorkerTest {
     conf.setLong(ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS.name(), 1500);
     Path socket = dir.resolve("dn-slow.sock");
     ShimServer server =
-        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+        new ShimServer(
+            socket, ShimConfig.from(conf), service, registry, limits, metrics, clock::get);
     server.start();
     try (RawPeer peer = new RawPeer(socket.toString())) {
       for (int i = 0; i < 4; i++) {
         if (i == 3) {
-          Thread.sleep(2000); // past the backoff
+          clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(2000)); // past the backoff
         }
         peer.sender.requestShortCircuitFds(
             BLOCK, new Token<BlockTokenIdentifier>(), null, 1, false);
@@ -380,7 +389,8 @@ class ShimReplyFromWorkerTest {
     conf.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), false);
     conf.setInt(ScrShimKeys.WORKER_THREADS.name(), 1);
     ShimServer server =
-        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+        new ShimServer(
+            socket, ShimConfig.from(conf), service, registry, limits, metrics, Ticker.SYSTEM);
     server.start();
     return server;
   }

@@ -50,7 +50,7 @@ class ShimWriteDeadlineTest {
   private static byte[] frame(int op, byte[] body) throws IOException {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     DataOutputStream d = new DataOutputStream(out);
-    d.writeShort(ShimConnectionHandler.DATA_TRANSFER_VERSION);
+    d.writeShort(RequestFrames.DATA_TRANSFER_VERSION);
     d.writeByte(op);
     int n = body.length;
     while (n >= 0x80) {
@@ -121,7 +121,8 @@ class ShimWriteDeadlineTest {
     conf.set(ScrShimKeys.WRITE_TIMEOUT_MS.name(), Long.toString(WRITE_TIMEOUT_MS));
     Path socket = dir.resolve("dn.sock");
     ShimServer server =
-        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+        new ShimServer(
+            socket, ShimConfig.from(conf), service, registry, limits, metrics, Ticker.SYSTEM);
     server.start();
     try (SocketChannel stuck = connect(socket)) {
       // Pipelined HELLOs that it never reads: the replies fill the socket buffer after a few
@@ -165,7 +166,8 @@ class ShimWriteDeadlineTest {
     conf.set(ScrShimKeys.WRITE_TIMEOUT_MS.name(), "60000"); // the deadline must not be what acts
     Path socket = dir.resolve("dn.sock");
     ShimServer server =
-        new ShimServer(socket, ShimConfig.from(conf), service, registry, limits, metrics);
+        new ShimServer(
+            socket, ShimConfig.from(conf), service, registry, limits, metrics, Ticker.SYSTEM);
     server.start();
     int hellos = 2_000_000; // 10 MB of requests
     AtomicLong taken = new AtomicLong();

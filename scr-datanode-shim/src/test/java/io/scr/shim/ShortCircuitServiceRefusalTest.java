@@ -39,7 +39,8 @@ class ShortCircuitServiceRefusalTest {
         SegmentFactory.newBuilder().build(),
         metrics,
         DataNodeAccounting.NONE,
-        true);
+        true,
+        Ticker.SYSTEM);
   }
 
   private static byte[] fdRequest(ExtendedBlock block) {
@@ -78,25 +79,23 @@ class ShortCircuitServiceRefusalTest {
     assertEquals(Status.ERROR, resp.getStatus());
     assertEquals("Not ready to serve the block pool, BP-7.", resp.getMessage(), "stock's words");
     assertFalse(
-        ShortCircuitService.isReplicaAbsent(new IOException(resp.getMessage())),
-        "not an absent replica");
+        FdGrants.isReplicaAbsent(new IOException(resp.getMessage())), "not an absent replica");
     assertFalse(r.closeAfter, "the connection stays");
   }
 
   @Test
   void replicaAbsenceIsRecognisedByStocksMessagesOnly() {
     assertTrue(
-        ShortCircuitService.isReplicaAbsent(
+        FdGrants.isReplicaAbsent(
             new IOException("No data exists for block BP-1:blk_1073741825_1001")));
     assertTrue(
-        ShortCircuitService.isReplicaAbsent(
-            new ReplicaNotFoundException(new ExtendedBlock("BP-1", 1, 0, 1))));
+        FdGrants.isReplicaAbsent(new ReplicaNotFoundException(new ExtendedBlock("BP-1", 1, 0, 1))));
     assertTrue(
-        ShortCircuitService.isReplicaAbsent(
+        FdGrants.isReplicaAbsent(
             new IOException("Replica not found for BP-1:blk_1073741825_1001")));
     assertFalse(
-        ShortCircuitService.isReplicaAbsent(
+        FdGrants.isReplicaAbsent(
             new IOException("there is no shared memory segment registered with shmId 1")));
-    assertFalse(ShortCircuitService.isReplicaAbsent(new IOException((String) null)));
+    assertFalse(FdGrants.isReplicaAbsent(new IOException((String) null)));
   }
 }

@@ -23,6 +23,7 @@ final class TestServices {
         SegmentFactory.newBuilder().build(),
         metrics,
         DataNodeAccounting.NONE,
-        true);
+        true,
+        Ticker.SYSTEM);
   }
 }

@@ -55,7 +55,8 @@ class TruncatedSegmentTest {
             SegmentFactory.newBuilder().useMemfd(false).build(),
             metrics,
             DataNodeAccounting.NONE,
-            true);
+            true,
+            Ticker.SYSTEM);
   }
 
   @AfterEach
@@ -73,7 +74,7 @@ class TruncatedSegmentTest {
             ShortCircuitShmRequestProto.newBuilder().setClientName("c").build().toByteArray(),
             pid);
     replies.add(r);
-    assertNotNull(r.newSegment, "a segment was created");
+    assertNotNull(r.segment(), "a segment was created");
     assertNotNull(r.shmFd);
     assertFalse(r.shmFd.isMemfd(), "a fallback segment");
     return r;
@@ -90,8 +91,8 @@ class TruncatedSegmentTest {
       throws Exception {
     Reply truncating = requestShm(CLIENT);
     Reply other = requestShm(OTHER);
-    ShimSegment bad = truncating.newSegment;
-    ShimSegment good = other.newSegment;
+    ShimSegment bad = truncating.segment();
+    ShimSegment good = other.segment();
     assertTrue(bad.sizeChecked(), "an unsealed segment is size-checked");
     registerSlot(bad, 0, 1);
     registerSlot(good, 0, 2);
@@ -123,7 +124,7 @@ class TruncatedSegmentTest {
   @Test
   void closingAConnectionWhoseSegmentWasTruncatedDoesNotFault() throws Exception {
     Reply r = requestShm(CLIENT);
-    ShimSegment seg = r.newSegment;
+    ShimSegment seg = r.segment();
     registerSlot(seg, 5, 1);
     NativeIo.ftruncate(r.shmFd.fd(), 0);
     registry.remove(seg); // the connection's close: used to write all 128 slots (SIGBUS)
@@ -139,22 +140,22 @@ class TruncatedSegmentTest {
   void aScanMeetingATruncatedSegmentDropsItAndFinishes() throws Exception {
     Reply r = requestShm(CLIENT);
     Reply other = requestShm(OTHER);
-    registerSlot(r.newSegment, 0, 1);
-    registerSlot(other.newSegment, 0, 1); // the same block, so one lookup reaches both
+    registerSlot(r.segment(), 0, 1);
+    registerSlot(other.segment(), 0, 1); // the same block, so one lookup reaches both
     NativeIo.ftruncate(r.shmFd.fd(), 0);
     assertEquals(1, registry.invalidateStale((bp, id) -> null));
-    assertFalse(other.newSegment.segment.slot(0).isValid());
-    assertNull(registry.find(r.newSegment.segment.id(), CLIENT), "dropped by the scan");
+    assertFalse(other.segment().segment.slot(0).isValid());
+    assertNull(registry.find(r.segment().segment.id(), CLIENT), "dropped by the scan");
     assertEquals(1, metrics.snapshot().get("live.segments"));
-    registry.remove(other.newSegment);
-    registry.remove(r.newSegment);
+    registry.remove(other.segment());
+    registry.remove(r.segment());
     assertEquals(0, limits.clientCount());
   }
 
   @Test
   void droppingASegmentTouchesOnlyItsRegisteredSlots() throws Exception {
     Reply r = requestShm(CLIENT);
-    ShimSegment seg = r.newSegment;
+    ShimSegment seg = r.segment();
     try (Segment clientView = Segment.map(ShmId.random(), r.shmFd.fd(), r.shmFd.length())) {
       registerSlot(seg, 0, 1);
       clientView.slot(7).makeValid(); // allocated by the client, never registered

@@ -1,0 +1,18 @@
+package io.scr.shim;
+
+/**
+ * The shim's source of nanosecond time: request latencies and fd-passing phases, write deadlines,
+ * the fd-request routing's backoff, the invalidation scan's pacing and the throttled logs. The
+ * plugin passes {@link #SYSTEM}; tests pass a fake and move it instead of sleeping.
+ *
+ * <p>Implementations must be thread-safe (event loops, workers and the control thread read it) and
+ * monotonic; only differences between readings mean anything.
+ */
+@FunctionalInterface
+interface Ticker {
+  /** {@link System#nanoTime()}. */
+  Ticker SYSTEM = System::nanoTime;
+
+  /** The current time in nanoseconds from an arbitrary origin. */
+  long read();
+}
