@@ -195,6 +195,14 @@ final class FdGrants {
             "Request short-circuit read file descriptor refused for pid {}: {}",
             pid,
             e.getMessage());
+      } else if (e instanceof SlotRequestException) {
+        // The client's slot cannot be registered: most often a client that gave up on this
+        // request (its timeout) and freed the slot, clearing VALID, before it was served. Not a
+        // DataNode error; stock logs an ERROR with a stack trace per such request.
+        LOG.info(
+            "Request short-circuit read file descriptor for pid {} refused its slot: {}",
+            pid,
+            e.getMessage());
       } else {
         LOG.error("Request short-circuit read file descriptor failed with unknown error.", e);
       }

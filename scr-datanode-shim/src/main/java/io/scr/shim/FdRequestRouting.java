@@ -131,11 +131,11 @@ final class FdRequestRouting {
       kept.increment();
       if (LOG.isDebugEnabled()) {
         LOG.debug(
-            "An fd request took {} µs on a shim event loop{}, over"
-                + " scr.shim.fd.requests.loop.max.ms, without reading storage ({}): fd requests"
-                + " stay on the loop",
+            "An fd request took {} µs on a shim event loop{}, over {}, without reading storage"
+                + " ({}): fd requests stay on the loop",
             TimeUnit.NANOSECONDS.toMicros(nanos),
             phases(r),
+            ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS,
             cause);
       }
       return;
@@ -144,13 +144,13 @@ final class FdRequestRouting {
     held = true;
     moves.increment();
     String message =
-        "An fd request took {} on a shim event loop, over scr.shim.fd.requests.loop.max.ms={}"
-            + " ms, and {}; fd requests go to the worker threads for {} s so that the loop's other"
-            + " connections do not wait on this disk. A DataNode whose storage is often this slow"
-            + " can set scr.shim.fd.requests.on.event.loop=false (counted in"
+        "An fd request took {} on a shim event loop, over {}={} ms, and {}; fd requests go to the"
+            + " worker threads for {} s so that the loop's other connections do not wait on this"
+            + " disk. A DataNode whose storage is often this slow can set {}=false (counted in"
             + " fd_requests_moved_to_workers)";
     Object[] args = {
       TimeUnit.NANOSECONDS.toMillis(nanos) + " ms" + phases(r),
+      ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS,
       TimeUnit.NANOSECONDS.toMillis(maxNanos),
       cause == StallProbe.Cause.DISK
           ? "the loop thread read from storage in it (a cold directory or file)"
@@ -159,7 +159,8 @@ final class FdRequestRouting {
                   + " writer, also holds up the loop's other connections)"
               : "the loop thread waited in it, for the disk as far as this host can tell (it"
                   + " does not account a thread's reads)",
-      TimeUnit.NANOSECONDS.toSeconds(backoffNanos)
+      TimeUnit.NANOSECONDS.toSeconds(backoffNanos),
+      ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP
     };
     if (logged.compareAndSet(false, true)) {
       LOG.info(message, args);

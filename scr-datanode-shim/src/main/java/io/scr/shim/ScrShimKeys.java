@@ -7,7 +7,7 @@ import java.util.Objects;
 
 /**
  * The catalogue of every configuration key the shim reads, with its type, default and meaning. The
- * shim reads keys only through this class; {@code docs/shim.md} lists the same keys.
+ * shim reads keys only through this class, and {@code docs/configuration.md} is generated from it.
  *
  * <p>All keys are read from the DataNode's own configuration ({@code hdfs-site.xml}) when the
  * plugin starts. Immutable and thread-safe.
@@ -321,6 +321,15 @@ public final class ScrShimKeys {
           "true",
           "Offer the scr protocol extensions (batched fd requests and releases) to clients that"
               + " ask for them with op 127; stock clients never ask and never see them.");
+
+  /**
+   * Input a connection may buffer while its request is served, derived from {@link
+   * #MAX_REQUEST_BYTES}: two largest requests. Stock and scr clients wait for each reply before the
+   * next request on a connection (sending only a receipt byte meanwhile).
+   */
+  static int pendingInputLimit(int maxRequestBytes) {
+    return (int) Math.min(Integer.MAX_VALUE, 2L * maxRequestBytes);
+  }
 
   private ScrShimKeys() {}
 

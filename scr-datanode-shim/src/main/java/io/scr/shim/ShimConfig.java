@@ -21,11 +21,7 @@ final class ShimConfig {
   final long fdRequestsLoopBackoffMs;
   final int maxRequestBytes;
 
-  /**
-   * Input a connection may have buffered while its request is served: two largest requests ({@link
-   * ScrShimKeys#MAX_REQUEST_BYTES}). Stock and scr clients wait for each reply before the next
-   * request on a connection (sending only a receipt byte meanwhile).
-   */
+  /** Input a connection may buffer while its request is served ({@link ScrShimKeys}). */
   final int pendingInputLimit;
 
   final long receiptTimeoutMs;
@@ -61,7 +57,7 @@ final class ShimConfig {
     fdRequestsLoopMaxMs = positiveLong(c, ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS);
     fdRequestsLoopBackoffMs = positiveLong(c, ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS);
     maxRequestBytes = positiveInt(c, ScrShimKeys.MAX_REQUEST_BYTES);
-    pendingInputLimit = (int) Math.min(Integer.MAX_VALUE, 2L * maxRequestBytes);
+    pendingInputLimit = ScrShimKeys.pendingInputLimit(maxRequestBytes);
     receiptTimeoutMs = positiveLong(c, ScrShimKeys.RECEIPT_TIMEOUT_MS);
     writeTimeoutMs = positiveLong(c, ScrShimKeys.WRITE_TIMEOUT_MS);
     idleTimeoutMs = positiveLong(c, ScrShimKeys.IDLE_TIMEOUT_MS);

@@ -49,12 +49,15 @@ public enum ShimMetric {
       "events",
       "Times a slow fd request on an event loop, whose thread read from storage (or waited over 10"
           + " times the bound), sent fd requests to the worker threads for"
-          + " scr.shim.fd.requests.loop.backoff.ms"),
+          + " "
+          + ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS),
   FD_REQUESTS_SLOW_KEPT_ON_LOOP(
       "FdRequestsSlowKeptOnLoop",
       Kind.COUNTER,
       "requests",
-      "Fd requests slower than scr.shim.fd.requests.loop.max.ms on an event loop that did not move"
+      "Fd requests slower than "
+          + ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS
+          + " on an event loop that did not move"
           + " serving: the thread waited for a lock (up to 10 times the bound), a GC or a core, or"
           + " computed"),
   SOCKET_PATH_CHECK_SKIPPED(
@@ -62,8 +65,11 @@ public enum ShimMetric {
       Kind.GAUGE,
       "flag",
       "1 when the socket path security check skipped components"
-          + " (scr.shim.socket.path.validation.skip.test-only or"
-          + " scr.shim.socket.path.trusted.dir.test-only): alert on it"),
+          + " ("
+          + ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY
+          + " or "
+          + ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY
+          + "): alert on it"),
   REJECTIONS_TOTAL(
       "RejectionsTotal", Kind.COUNTER, "events", "Connections or requests refused, all reasons");
 

@@ -8,8 +8,8 @@
  * client with libhadoop). It depends on scr-shm for creator-side segments (memfd or deleted files
  * in /dev/shm, the stock slot layout) and on the DataNode's {@code FsDatasetSpi} for replica files.
  * Public surface: the plugin, its key catalogue {@link io.scr.shim.ScrShimKeys} and its metric
- * catalogue {@link io.scr.shim.ShimMetric}; everything else is package-private ({@code
- * io.scr.shim.internal} opens the invalidation scan to benchmarks, not as API). Operator
- * documentation: {@code docs/shim.md}; metrics: {@code docs/metrics.md}.
+ * catalogue {@link io.scr.shim.ShimMetric}; everything else is package-private (the benchmarks
+ * reach the invalidation scan through a fixture in the module's test-jar, not through this jar).
+ * Operator documentation: {@code docs/shim.md}; metrics: {@code docs/metrics.md}.
  */
 package io.scr.shim;

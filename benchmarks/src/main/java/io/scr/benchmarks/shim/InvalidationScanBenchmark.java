@@ -1,6 +1,6 @@
 package io.scr.benchmarks.shim;
 
-import io.scr.shim.internal.InvalidationScanFixture;
+import io.scr.shim.InvalidationScanFixture;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;

@@ -2,7 +2,6 @@ package io.scr.shim;
 
 import io.scr.shim.SegmentRegistry.BlockKey;
 import io.scr.shim.SegmentRegistry.ShimSegment;
-import io.scr.shim.internal.InvalidationScanFixture;
 import io.scr.shm.Segment;
 import io.scr.shm.SegmentFactory;
 import io.scr.shm.SharedMemoryFd;
@@ -16,14 +15,16 @@ import org.apache.hadoop.hdfs.server.datanode.FinalizedReplica;
 import org.apache.hadoop.hdfs.server.datanode.Replica;
 
 /**
- * The real {@link SegmentRegistry} with {@code slots} registered slots in stock-sized segments,
- * scanned against a dataset stub: a map of {@link FinalizedReplica}s by block id, standing in for
- * the DataNode's replica map. Behind {@link InvalidationScanFixture}, which benchmarks and tests
- * use; it reaches this package-private class by reflection so the registry stays package-private.
+ * A benchmark and test fixture for the shim's invalidation scan: the real {@link SegmentRegistry}
+ * with a given number of registered slots (in stock-sized 128-slot segments), scanned against a
+ * dataset stub (a map of {@link FinalizedReplica}s by block id, the DataNode's replica map's
+ * stand-in). Test code of the shim, published in its test-jar for the benchmarks module; not part
+ * of the plugin.
  *
- * <p>Not thread-safe: one benchmark thread drives it.
+ * <p>Owns the segments it maps; {@link #close()} unmaps them. Not thread-safe: one benchmark thread
+ * drives it.
  */
-final class InvalidationScanHarness implements InvalidationScanFixture.Harness {
+public final class InvalidationScanFixture implements AutoCloseable {
   private static final String BPID = "BP-bench";
   private static final int CLIENT_PID = 1;
 
@@ -33,7 +34,16 @@ final class InvalidationScanHarness implements InvalidationScanFixture.Harness {
   private final List<ShimSegment> segments = new ArrayList<>();
   private final int slots;
 
-  InvalidationScanHarness(int slots, int slotsPerBlock) throws IOException {
+  /**
+   * A registry with {@code slots} registered slots, {@code slotsPerBlock} per block (block ids 0,
+   * 1, ...), every replica present and unchanged, so a scan invalidates nothing until the stub is
+   * changed.
+   */
+  public static InvalidationScanFixture create(int slots, int slotsPerBlock) throws IOException {
+    return new InvalidationScanFixture(slots, slotsPerBlock);
+  }
+
+  private InvalidationScanFixture(int slots, int slotsPerBlock) throws IOException {
     if (slots < 1 || slotsPerBlock < 1) {
       throw new IllegalArgumentException("slots and slotsPerBlock must be positive");
     }
@@ -81,22 +91,22 @@ final class InvalidationScanHarness implements InvalidationScanFixture.Harness {
     }
   }
 
-  @Override
+  /** One invalidation scan over every watched block; returns the slots it invalidated. */
   public int scan() {
     return registry.invalidateStale((bpid, blockId) -> replicas.get(blockId));
   }
 
-  @Override
+  /** Slots registered at creation. */
   public int slots() {
     return slots;
   }
 
-  @Override
+  /** Blocks the scan still watches (invalidated slots are no longer watched). */
   public int watchedBlocks() {
     return registry.watchedBlocks();
   }
 
-  @Override
+  /** Registered slots whose VALID bit is still set. */
   public int validSlots() {
     int n = 0;
     for (ShimSegment s : segments) {
@@ -109,7 +119,7 @@ final class InvalidationScanHarness implements InvalidationScanFixture.Harness {
     return n;
   }
 
-  @Override
+  /** Gives block {@code blockId} a new replica object in the stub, as a move or finalize does. */
   public void replaceReplica(long blockId) {
     Replica old = replicas.get(blockId);
     if (old != null) {
@@ -119,11 +129,12 @@ final class InvalidationScanHarness implements InvalidationScanFixture.Harness {
     }
   }
 
-  @Override
+  /** Removes block {@code blockId} from the stub, as a deletion does. */
   public void removeReplica(long blockId) {
     replicas.remove(blockId);
   }
 
+  /** Unmaps every segment. Idempotent. */
   @Override
   public void close() {
     for (ShimSegment s : segments) {

@@ -1,4 +1,4 @@
-package io.scr.shim.internal;
+package io.scr.shim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
