@@ -219,7 +219,10 @@ final class Reply {
       this.startNanos = startNanos;
     }
 
-    /** Passes {@code data} and {@code meta} (owned by the reply from now on) after the bytes. */
+    /**
+     * Passes {@code fds} (owned by the reply from now on) after the bytes, with {@code dataByte};
+     * {@code releases} give back their reservations once they are closed.
+     */
     Builder passStreams(List<FileInputStream> fds, List<Runnable> releases, byte dataByte) {
       streams.addAll(fds);
       fdReleases.addAll(releases);

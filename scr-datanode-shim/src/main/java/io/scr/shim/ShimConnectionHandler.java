@@ -30,12 +30,14 @@ import org.slf4j.LoggerFactory;
  * AWAIT_RECEIPT (the next byte is the receipt for passed fds), SHM (the connection carries a
  * segment: any byte or EOF frees it, stock semantics), CLOSED.
  *
- * <p>Concurrency: every field of this class is confined to the channel's event loop. A request
- * handed to a worker carries copies of what it needs (op, body, client key, pid, a duplicate of the
- * socket fd) and touches no field here: the worker builds an immutable {@link Reply}, may send it
- * on its own fd duplicate ({@link DirectReplyWriter}, never through the channel, which stays the
- * event loop's; no other write can be in flight while the connection is BUSY), and posts the reply
- * and how far it got back with {@code eventLoop().execute}, which publishes them to this loop.
+ * <p>Concurrency: every instance field is confined to the channel's event loop (the static logs and
+ * flags are thread-safe, shared by every connection). A request handed to a worker carries copies
+ * of what it needs (op, body, client key, pid, a duplicate of the socket fd) and reads no mutable
+ * field here, only the final, thread-safe collaborators: the worker builds an immutable {@link
+ * Reply}, may send it on its own fd duplicate ({@link DirectReplyWriter}, never through the
+ * channel, which stays the event loop's; no other write can be in flight while the connection is
+ * BUSY), and posts the reply and how far it got back with {@code eventLoop().execute}, which
+ * publishes them to this loop.
  */
 final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
