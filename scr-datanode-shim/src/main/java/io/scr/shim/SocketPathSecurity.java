@@ -1,16 +1,14 @@
 package io.scr.shim;
 
-import io.scr.core.doctor.SocketPathRules;
+import io.scr.socketpath.EffectiveUid;
+import io.scr.socketpath.SocketPathRules;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.List;
 
 /**
  * Checks the shim's socket path before binding with the HDFS rules ({@code
- * DomainSocket.validateSocketPathSecurity0}), implemented once in scr-core's {@link
+ * DomainSocket.validateSocketPathSecurity0}), implemented once in scr-socket-path's {@link
  * SocketPathRules} (which {@code scr doctor} uses too): {@code /} and every directory above the
  * socket must be writable by nobody but root or the DataNode user, or anyone able to write one of
  * them could replace the socket and impersonate the DataNode to every client. This class only puts
@@ -23,34 +21,17 @@ final class SocketPathSecurity {
   private SocketPathSecurity() {}
 
   /**
-   * The DataNode process's effective uid: the second field of the {@code Uid:} line of {@code
-   * /proc/self/status} (real, effective, saved, filesystem), readable whatever the process's
-   * dumpable state. Not the owner of {@code /proc/self}: for a non-dumpable process (a DataNode
-   * started by jsvc, which changes user after start) kernels before 4.11 report root as the owner
-   * of every {@code /proc/PID} entry, so the path check would have judged the directories against
-   * uid 0 instead of the DataNode user.
+   * The DataNode process's effective uid, from {@code /proc/self/status} ({@link EffectiveUid}: not
+   * the owner of {@code /proc/self}, which is root for a non-dumpable process such as a DataNode
+   * started by jsvc on kernels before 4.11).
    */
   static int effectiveUid() throws IOException {
-    return effectiveUid(
-        new String(Files.readAllBytes(Paths.get("/proc/self/status")), StandardCharsets.UTF_8));
+    return EffectiveUid.self();
   }
 
   /** The effective uid in the text of a {@code /proc/PID/status} file. */
   static int effectiveUid(String status) throws IOException {
-    for (String line : status.split("\n", -1)) {
-      if (line.startsWith("Uid:")) {
-        String[] ids = line.substring(4).trim().split("\\s+");
-        if (ids.length >= 2) {
-          try {
-            return Integer.parseInt(ids[1]);
-          } catch (NumberFormatException e) {
-            throw new IOException("unreadable Uid line in /proc/self/status: " + line, e);
-          }
-        }
-        throw new IOException("unreadable Uid line in /proc/self/status: " + line);
-      }
-    }
-    throw new IOException("no Uid line in /proc/self/status");
+    return EffectiveUid.parse(status);
   }
 
   /**

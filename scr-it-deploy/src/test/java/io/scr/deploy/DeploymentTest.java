@@ -21,6 +21,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
@@ -40,6 +41,9 @@ import org.junit.jupiter.api.TestMethodOrder;
  * <p>The cases share the cluster and run in order; the last two kill a DataNode each.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+// Runs for everyone (single-user when not root); tagged so a root build that runs only the
+// root-only tests (-Dgroups=requires-root) also runs the multi-user form.
+@Tag("requires-root")
 class DeploymentTest {
   private static final int LEN = 4 * DeployedHdfs.BLOCK_SIZE;
   private static final String STOCK_FILE = "/deploy/on-stock.bin";

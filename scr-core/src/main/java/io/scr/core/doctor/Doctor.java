@@ -1,5 +1,6 @@
 package io.scr.core.doctor;
 
+import io.scr.socketpath.HostFacts;
 import java.io.File;
 import java.io.PrintStream;
 import java.net.URL;
@@ -16,12 +17,14 @@ import org.apache.hadoop.conf.Configuration;
  * DIR} or {@code HADOOP_CONF_DIR}; plus {@code --resource FILE} for files an application layers on
  * top, and {@code hbase-default.xml}/{@code hbase-site.xml} when they are on the class path), runs
  * every check and prints each finding with its fix; {@code --json} prints the same as JSON. Exit
- * code 0 when nothing FAILs, 1 otherwise, 2 for bad arguments. {@code --pid PID} instead asks a
- * running JVM what its scr engines did over {@code --window} seconds ({@link ProcessDoctor}).
+ * code 0 when nothing FAILs, 1 otherwise, 2 for bad arguments. {@code --datanode-user USER} names
+ * the user the DataNode runs as, when neither its socket nor its process is visible from here (the
+ * socket-path rules are judged for that user). {@code --pid PID} instead asks a running JVM what
+ * its scr engines did over {@code --window} seconds ({@link ProcessDoctor}).
  *
  * <pre>
  * java -cp "$(hadoop classpath):scr-core.jar:..." io.scr.core.doctor.Doctor [--conf DIR]
- *     [--resource FILE]... [--no-cluster] [--json]
+ *     [--resource FILE]... [--no-cluster] [--datanode-user USER] [--json]
  * java -cp ... io.scr.core.doctor.Doctor --pid PID [--window SECONDS] [--json]
  * </pre>
  *
@@ -150,6 +153,7 @@ public final class Doctor {
     boolean cluster = true;
     long pid = -1;
     long windowSeconds = 60;
+    String dataNodeUser = null;
     List<String> resources = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -167,6 +171,12 @@ public final class Doctor {
           break;
         case "--json":
           json = true;
+          break;
+        case "--datanode-user":
+          if (++i >= args.length) {
+            return usage(err, "--datanode-user needs the DataNode's user name or uid");
+          }
+          dataNodeUser = args[i];
           break;
         case "--no-cluster":
           cluster = false;
@@ -216,7 +226,7 @@ public final class Doctor {
     }
     DoctorContext ctx;
     try {
-      ctx = context(confDir, resources, cluster);
+      ctx = context(confDir, resources, cluster, dataNodeUser, HostFacts.local());
     } catch (IllegalArgumentException e) {
       return usage(err, e.getMessage());
     }
@@ -232,6 +242,35 @@ public final class Doctor {
    * if the class path has them (as an HBase process loads them), then {@code resources}.
    */
   static DoctorContext context(String confDir, List<String> resources, boolean cluster) {
+    return context(confDir, resources, cluster, null, HostFacts.local());
+  }
+
+  /**
+   * As {@link #context(String, List, boolean)}, judging socket paths for the DataNode user {@code
+   * dataNodeUser} (a name {@code host} knows, or a uid; null: found from the socket or the DataNode
+   * process).
+   */
+  static DoctorContext context(
+      String confDir,
+      List<String> resources,
+      boolean cluster,
+      String dataNodeUser,
+      HostFacts host) {
+    Integer dataNodeUid = null;
+    if (dataNodeUser != null) {
+      if (dataNodeUser.chars().allMatch(Character::isDigit) && !dataNodeUser.isEmpty()) {
+        dataNodeUid = Integer.valueOf(dataNodeUser);
+      } else {
+        java.util.OptionalInt uid = host.uidOf(dataNodeUser);
+        if (!uid.isPresent()) {
+          throw new IllegalArgumentException(
+              "--datanode-user "
+                  + dataNodeUser
+                  + ": no such user in /etc/passwd; give the DataNode user's uid instead");
+        }
+        dataNodeUid = uid.getAsInt();
+      }
+    }
     Configuration conf = new Configuration();
     conf.addResource("hdfs-default.xml");
     List<DoctorContext.Layer> layers = new ArrayList<>();
@@ -281,7 +320,11 @@ public final class Doctor {
     }
     Configuration effective = new Configuration();
     effective.addResource("hdfs-default.xml");
-    DoctorContext.Builder b = DoctorContext.newBuilder(effective).contactCluster(cluster);
+    DoctorContext.Builder b =
+        DoctorContext.newBuilder(effective).contactCluster(cluster).hostFacts(host);
+    if (dataNodeUid != null) {
+      b.dataNodeUid(dataNodeUid);
+    }
     for (DoctorContext.Layer l : ordered) {
       effective.addResource(l.alone());
       b.layer(l);
@@ -302,7 +345,8 @@ public final class Doctor {
       s.println("scr doctor: " + error);
     }
     s.println(
-        "usage: scr doctor [--conf HADOOP_CONF_DIR] [--resource FILE]... [--no-cluster] [--json]\n"
+        "usage: scr doctor [--conf HADOOP_CONF_DIR] [--resource FILE]... [--no-cluster]"
+            + " [--datanode-user USER] [--json]\n"
             + "       scr doctor --pid PID [--window SECONDS] [--json]   (a running JVM: what its"
             + " scr engines did in the last SECONDS, default 60)");
     return error == null ? 0 : 2;

@@ -1,5 +1,6 @@
 package io.scr.core.doctor;
 
+import io.scr.socketpath.HostFacts;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -21,6 +22,7 @@ public final class DoctorContext {
   private final Path trustedDirectoryForTests;
   private final boolean contactCluster;
   private final Path procRoot;
+  private final HostFacts hostFacts;
 
   private DoctorContext(Builder b) {
     this.conf = b.conf;
@@ -30,6 +32,7 @@ public final class DoctorContext {
     this.trustedDirectoryForTests = b.trustedDirectoryForTests;
     this.contactCluster = b.contactCluster;
     this.procRoot = b.procRoot;
+    this.hostFacts = b.hostFacts;
   }
 
   /** A builder over {@code conf}, the effective configuration. */
@@ -53,9 +56,9 @@ public final class DoctorContext {
   }
 
   /**
-   * The DataNode's uid for the path rules; null: the socket's owner, else the owner of a DataNode
-   * process on this host, else unknown (never this process's uid: the doctor usually runs as a
-   * client user).
+   * The DataNode's uid for the path rules ({@code scr doctor --datanode-user}); null: the socket's
+   * owner, else the effective uid of a DataNode process on this host, else unknown (never this
+   * process's uid: the doctor usually runs as a client user).
    */
   public Integer dataNodeUid() {
     return dataNodeUid;
@@ -64,6 +67,11 @@ public final class DoctorContext {
   /** Where processes are listed ({@code /proc}; tests give a directory of their own). */
   Path procRoot() {
     return procRoot;
+  }
+
+  /** Owners, modes and user names of this host (tests give their own). */
+  public HostFacts hostFacts() {
+    return hostFacts;
   }
 
   /** Test-only: a directory whose ancestors the socket-path check trusts; null in production. */
@@ -107,6 +115,7 @@ public final class DoctorContext {
     private Path trustedDirectoryForTests;
     private boolean contactCluster = true;
     private Path procRoot = java.nio.file.Paths.get("/proc");
+    private HostFacts hostFacts = HostFacts.local();
 
     private Builder(Configuration conf) {
       this.conf = Objects.requireNonNull(conf, "conf");
@@ -146,6 +155,12 @@ public final class DoctorContext {
     /** Test-only: the directory processes are listed in (default {@code /proc}). */
     Builder procRootForTests(Path dir) {
       this.procRoot = dir;
+      return this;
+    }
+
+    /** Owners, modes and user names to judge by (default: this host's). */
+    public Builder hostFacts(HostFacts facts) {
+      this.hostFacts = Objects.requireNonNull(facts, "facts");
       return this;
     }
 

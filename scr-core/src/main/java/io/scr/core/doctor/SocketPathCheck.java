@@ -1,5 +1,9 @@
 package io.scr.core.doctor;
 
+import io.scr.core.ScrKeys;
+import io.scr.socketpath.EffectiveUid;
+import io.scr.socketpath.HostFacts;
+import io.scr.socketpath.SocketPathRules;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,33 +38,52 @@ final class SocketPathCheck implements Check {
     }
     for (String template : templates) {
       List<String> found = SocketPaths.existing(template, ctx.conf());
-      // Rules apply to the directories, so the template itself can be checked even when missing.
-      Path checked = Paths.get(found.isEmpty() ? template : found.get(0));
-      int uid = dataNodeUid(ctx, checked);
-      if (uid < 0) {
+      String unlisted = SocketPaths.unlisted(template, ctx.conf());
+      // The path the client really uses: a socket found, else the template as the client resolves
+      // it in a directory it cannot list, else the template (its directories are what is judged).
+      String expected = !found.isEmpty() ? found.get(0) : unlisted != null ? unlisted : template;
+      String shown =
+          expected.equals(template)
+              ? template
+              : expected
+                  + " ("
+                  + template
+                  + (found.isEmpty() || unlisted != null
+                      ? " with _PORT = the port of "
+                          + ScrKeys.DFS_DATANODE_ADDRESS.name()
+                          + ", as a client that cannot list the directory resolves it)"
+                      : ")");
+      Path checked = Paths.get(expected);
+      DataNodeUser dataNode = dataNodeUser(ctx, found);
+      HostFacts host = ctx.hostFacts();
+      if (dataNode.uid < 0) {
         out.add(
             Finding.warn(
                 ID,
-                "the DataNode's user is unknown here (the socket "
-                    + template
-                    + " cannot be seen by this user and no DataNode process is visible): who may"
-                    + " own the directories above the socket was not checked",
-                "run scr doctor as the DataNode user, or on this host while the DataNode runs"));
+                "the DataNode's user is unknown here (no socket of "
+                    + shown
+                    + " can be seen by this user and no DataNode process is visible): who may"
+                    + " own the directories above the socket was not checked"
+                    + ownerOf(host, checked.getParent()),
+                "give it: scr doctor --datanode-user USER (the user the DataNode runs as), or run"
+                    + " scr doctor on this host while the DataNode runs"));
       }
       List<String> violations =
-          SocketPathRules.violations(checked, uid, ctx.trustedDirectoryForTests());
+          SocketPathRules.violations(checked, dataNode.uid, ctx.trustedDirectoryForTests(), host);
       if (!violations.isEmpty()) {
         out.add(
             Finding.fail(
                 ID,
                 "socket path "
-                    + template
-                    + " is not secure enough for a DataNode to bind it: "
+                    + shown
+                    + " is not secure enough for a DataNode"
+                    + dataNode.described(host)
+                    + " to bind it: "
                     + violations.get(0)
                     + (violations.size() > 1 ? " (and " + (violations.size() - 1) + " more)" : ""),
                 String.join("; ", violations)));
       }
-      Path parent = Paths.get(template).getParent();
+      Path parent = checked.getParent();
       if (found.isEmpty()
           && parent != null
           && Files.isDirectory(parent)
@@ -70,13 +93,14 @@ final class SocketPathCheck implements Check {
             Finding.fail(
                 ID,
                 "socket "
-                    + template
+                    + shown
                     + " cannot be reached by this user: directory "
                     + parent
                     + " is not traversable for it (permission denied)",
                 "clients must traverse (not list) the socket directory: chmod o+x "
                     + parent
-                    + " (e.g. mode 0711 or 0755, owned by the DataNode user)"));
+                    + " (mode 0711 or 0755), keeping its owner (the DataNode user creates the"
+                    + " socket in it)"));
         continue;
       }
       if (found.isEmpty()) {
@@ -84,14 +108,20 @@ final class SocketPathCheck implements Check {
             Finding.fail(
                 ID,
                 "socket "
-                    + template
+                    + shown
                     + " does not exist: no DataNode listens there ("
                     + SocketPaths.key(ctx.conf())
                     + ")",
                 "start the DataNode with the same dfs.domain.socket.path (stock, with libhadoop)"
                     + " or scr.shim.socket.path (scr shim), check the DataNode log for 'Listening"
                     + " on UNIX domain socket', and make the directory visible to this process"
-                    + " (containers: mount it)"));
+                    + " (containers: mount it)"
+                    + (unlisted != null
+                        ? "; if the DataNode's transfer port is not the one "
+                            + ScrKeys.DFS_DATANODE_ADDRESS.name()
+                            + " names here, set it to the DataNode's, or list the socket in "
+                            + ScrKeys.CLIENT_SOCKET_PATHS.name()
+                        : "")));
         continue;
       }
       for (String path : found) {
@@ -117,23 +147,71 @@ final class SocketPathCheck implements Check {
   /** The main class a DataNode process runs ({@code hdfs datanode}). */
   static final String DATANODE_MAIN = "org.apache.hadoop.hdfs.server.datanode.DataNode";
 
-  /**
-   * The DataNode's uid: the one given, else the socket's owner, else the owner of a DataNode
-   * process on this host, else -1 (unknown). Never this process's own uid: run as a client user the
-   * doctor would otherwise name itself as the DataNode user.
-   */
-  static int dataNodeUid(DoctorContext ctx, Path socket) {
-    if (ctx.dataNodeUid() != null) {
-      return ctx.dataNodeUid();
+  /** The main class of a secure DataNode started by jsvc, which changes user after start. */
+  static final String SECURE_DATANODE_MAIN =
+      "org.apache.hadoop.hdfs.server.datanode.SecureDataNodeStarter";
+
+  /** The DataNode's uid (-1: unknown) and where it was learnt. */
+  static final class DataNodeUser {
+    final int uid;
+    final String source;
+
+    DataNodeUser(int uid, String source) {
+      this.uid = uid;
+      this.source = source;
     }
-    try {
-      return (Integer) Files.getAttribute(socket, "unix:uid");
-    } catch (IOException | RuntimeException e) {
-      return dataNodeProcessUid(ctx.procRoot());
+
+    /** " (uid 994 (hdfs), the socket's owner)", or "" when unknown. */
+    String described(HostFacts host) {
+      return uid < 0 ? "" : " (" + host.describeUid(uid) + ", " + source + ")";
     }
   }
 
-  /** The owner of a process running {@link #DATANODE_MAIN} under {@code proc}, or -1. */
+  /**
+   * The DataNode's user: the one given ({@code --datanode-user}), else the owner of a socket it
+   * bound, else the effective uid of a DataNode process on this host, else unknown (uid -1). Never
+   * this process's own uid, nor root by default: run as a client user the doctor would otherwise
+   * name itself or root as the DataNode user and print a {@code chown} that locks the DataNode out.
+   */
+  static DataNodeUser dataNodeUser(DoctorContext ctx, List<String> sockets) {
+    if (ctx.dataNodeUid() != null) {
+      return new DataNodeUser(ctx.dataNodeUid(), "given with --datanode-user");
+    }
+    for (String socket : sockets) {
+      try {
+        return new DataNodeUser(
+            ctx.hostFacts().stat(Paths.get(socket)).uid(), "the owner of " + socket);
+      } catch (IOException e) {
+        // not visible to this user; try the next
+      }
+    }
+    int process = dataNodeProcessUid(ctx.procRoot());
+    return process >= 0
+        ? new DataNodeUser(process, "the user of the DataNode process on this host")
+        : new DataNodeUser(-1, "unknown");
+  }
+
+  /** "; DIR is owned by uid 994 (hdfs)" for the unknown-user warning, or "". */
+  private static String ownerOf(HostFacts host, Path dir) {
+    if (dir == null) {
+      return "";
+    }
+    try {
+      return "; "
+          + dir
+          + " is owned by "
+          + host.describeUid(host.stat(dir).uid())
+          + ", which is right if that is the DataNode user";
+    } catch (IOException e) {
+      return "";
+    }
+  }
+
+  /**
+   * The effective uid of a process running {@link #DATANODE_MAIN} under {@code proc} (from its
+   * {@code status}, not the owner of its directory, which is root for a DataNode that changed user
+   * after start, as jsvc does), or -1.
+   */
   static int dataNodeProcessUid(Path proc) {
     try (java.util.stream.Stream<Path> pids = Files.list(proc)) {
       for (Path pid : (Iterable<Path>) pids::iterator) {
@@ -144,8 +222,10 @@ final class SocketPathCheck implements Check {
           byte[] cmdline = Files.readAllBytes(pid.resolve("cmdline"));
           String args = new String(cmdline, java.nio.charset.StandardCharsets.UTF_8);
           // The main class is one NUL-separated argument of its own.
-          if (("\0" + args + "\0").contains("\0" + DATANODE_MAIN + "\0")) {
-            return (Integer) Files.getAttribute(pid, "unix:uid");
+          String padded = "\0" + args + "\0";
+          if (padded.contains("\0" + DATANODE_MAIN + "\0")
+              || padded.contains("\0" + SECURE_DATANODE_MAIN + "\0")) {
+            return EffectiveUid.ofProcess(pid);
           }
         } catch (IOException | RuntimeException e) {
           // the process ended, or its command line is hidden from this user

@@ -33,24 +33,38 @@ final class SocketPaths {
   /**
    * Files that exist for {@code template} (one per DataNode for a _PORT template). A directory this
    * user may traverse but not list (0711) is handled as the client does: {@code _PORT} becomes the
-   * port of {@code dfs.datanode.address} and that one file is looked at.
+   * port of {@code dfs.datanode.address} and that one file is looked at ({@link #unlisted}).
    */
   static List<String> existing(String template, Configuration conf) {
     List<String> out = existing(template);
-    if (out.isEmpty() && template.contains("_PORT")) {
-      File dir = new File(template).getParentFile();
-      if (dir != null && dir.exists() && dir.list() == null) {
-        String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf);
-        String port = address == null ? "" : address.substring(address.lastIndexOf(':') + 1).trim();
-        if (!port.isEmpty() && port.chars().allMatch(Character::isDigit) && !port.equals("0")) {
-          String resolved = template.replace("_PORT", port);
-          if (new File(resolved).exists()) {
-            out.add(resolved);
-          }
-        }
-      }
+    String resolved = out.isEmpty() ? unlisted(template, conf) : null;
+    if (resolved != null && new File(resolved).exists()) {
+      out.add(resolved);
     }
     return out;
+  }
+
+  /**
+   * The one path a client reads for {@code template} when it cannot list the template's directory
+   * (it exists, but this user may not read it: mode 0711 or 0700 owned by another user): {@code
+   * _PORT} replaced by the port of {@code dfs.datanode.address}, as the client resolves it. Null
+   * when the template has no {@code _PORT}, the directory can be listed or is missing, or the
+   * address names no fixed port.
+   */
+  static String unlisted(String template, Configuration conf) {
+    if (!template.contains("_PORT")) {
+      return null;
+    }
+    File dir = new File(template).getParentFile();
+    if (dir == null || !dir.exists() || dir.list() != null) {
+      return null;
+    }
+    String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf);
+    String port = address == null ? "" : address.substring(address.lastIndexOf(':') + 1).trim();
+    if (port.isEmpty() || !port.chars().allMatch(Character::isDigit) || port.equals("0")) {
+      return null;
+    }
+    return template.replace("_PORT", port);
   }
 
   /** Files that exist for {@code template}, found by listing (one per DataNode for _PORT). */

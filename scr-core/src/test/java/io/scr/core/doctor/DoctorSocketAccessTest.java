@@ -79,8 +79,35 @@ class DoctorSocketAccessTest {
       assertFalse(all.contains("does not exist"), all);
       assertTrue(all.contains("cannot be reached by this user"), all);
       assertTrue(all.contains("chmod o+x " + sockets), all);
+      assertTrue(all.contains("socket " + sockets.resolve("dn_socket.9866") + " ("), all);
     } finally {
       Files.setPosixFilePermissions(sockets, PosixFilePermissions.fromString("rwx------"));
+    }
+  }
+
+  @Test
+  void anUnlistableDirectoryIsJudgedAtThePathTheClientResolves() throws IOException {
+    assumeNotRoot();
+    Path sockets = Files.createDirectory(dir.resolve("sockets"));
+    // A DataNode on another port: the client, unable to list, asks only dn_socket.9866.
+    File other = sockets.resolve("dn_socket.9867").toFile();
+    try (AFUNIXServerSocket server = AFUNIXServerSocket.newInstance()) {
+      server.bind(AFUNIXSocketAddress.of(other));
+      List<Finding> f;
+      Files.setPosixFilePermissions(sockets, PosixFilePermissions.fromString("--x--x--x"));
+      String template = sockets.resolve("dn_socket._PORT").toString();
+      try {
+        f = check(template);
+      } finally {
+        Files.setPosixFilePermissions(sockets, PosixFilePermissions.fromString("rwx------"));
+      }
+      String all = f.toString();
+      assertTrue(
+          all.contains("socket " + sockets.resolve("dn_socket.9866") + " (" + template + " with"),
+          all);
+      assertTrue(all.contains("does not exist"), all);
+      assertFalse(all.contains("socket " + template + " does not exist"), all);
+      assertTrue(all.contains("set it to the DataNode's, or list the socket in"), all);
     }
   }
 }

@@ -5,9 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.shm.ShmSupport;
+import io.scr.socketpath.EffectiveUid;
+import io.scr.socketpath.SocketPathRules;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
+import io.scr.testing.RequiresRoot;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -92,6 +95,7 @@ class DoctorTest {
   }
 
   @Test
+  @RequiresRoot("chown and chgrp to another user")
   void parentsOwnedByOthersOrGroupWritableFail() throws Exception {
     Path dir = tmp("own");
     Path group = Files.createDirectory(dir.resolve("group"));
@@ -110,8 +114,9 @@ class DoctorTest {
     String all = f.get(0).fix();
     assertTrue(all.contains(group + " is group-writable by gid 4242"), all);
     assertTrue(
-        all.contains(group + " is owned by uid 4343, neither root nor the DataNode user (uid 999)"),
+        all.contains(group + " is owned by uid 4343, neither root nor the DataNode user, uid 999"),
         all);
+    assertTrue(all.contains("Run: chown 999 " + group), all);
     assertEquals(1, Doctor.exitCode(f));
   }
 
@@ -119,10 +124,11 @@ class DoctorTest {
   void missingSocketFailsAndSaysWhatToStart() throws Exception {
     Path dir = tmp("missing");
     String socket = dir.resolve("dn._PORT.sock").toString();
+    // The directory is the DataNode's: this test's user plays the DataNode user (root or not).
     List<Finding> f =
         run(
             DoctorContext.newBuilder(conf(socket))
-                .dataNodeUid(0)
+                .dataNodeUid(EffectiveUid.self())
                 .trustedDirectoryForTests(BASE)
                 .build(),
             new SocketPathCheck());
@@ -321,7 +327,8 @@ class DoctorTest {
   void aClientUserIsNotTakenForTheDataNodeUser() throws Exception {
     Path dir = tmp("owner");
     Path sockets = Files.createDirectory(dir.resolve("sockets"));
-    assumeRootForChown(sockets, 4343);
+    // The socket directory belongs to uid 4343 (its owner as the rules see it; no root needed).
+    FakeHost host = new FakeHost().own(sockets, 0755, 4343, 4343);
     String socket = sockets.resolve("dn._PORT.sock").toString();
     Path noProcesses = tmp("proc-empty");
     // No socket to stat and no DataNode process: the DataNode's user is unknown, so the doctor
@@ -332,43 +339,45 @@ class DoctorTest {
             DoctorContext.newBuilder(conf(socket))
                 .trustedDirectoryForTests(BASE)
                 .procRootForTests(noProcesses)
+                .hostFacts(host)
                 .build(),
             new SocketPathCheck());
     String all = f.toString();
     assertFalse(all.contains("neither root nor the DataNode user"), all);
     assertTrue(all.contains("the DataNode's user is unknown here"), all);
+    assertTrue(all.contains(sockets + " is owned by uid 4343, which is right if"), all);
+    assertFalse(all.contains("uid 0") || all.contains("chown"), all);
 
-    // A DataNode process visible in the process table names the DataNode user.
+    // A DataNode process visible in the process table names the DataNode user: its effective uid
+    // from its status file, not the owner of its /proc entry (root for a DataNode that changed
+    // user after start, as under jsvc; here the entry is owned by whoever runs the test).
     Path proc = tmp("proc");
     Path pid = Files.createDirectory(proc.resolve("4711"));
     Files.write(
         pid.resolve("cmdline"),
-        ("java\0-Xmx1g\0" + SocketPathCheck.DATANODE_MAIN + "\0")
+        ("jsvc.exec\0-Xmx1g\0" + SocketPathCheck.SECURE_DATANODE_MAIN + "\0")
             .getBytes(java.nio.charset.StandardCharsets.UTF_8));
-    Files.setAttribute(pid, "unix:uid", 995);
+    Files.write(
+        pid.resolve("status"),
+        "Name:\tjsvc\nUid:\t0\t995\t995\t995\nGid:\t0\t0\t0\t0\n"
+            .getBytes(java.nio.charset.StandardCharsets.UTF_8));
     Files.createDirectory(proc.resolve("self"));
     f =
         run(
             DoctorContext.newBuilder(conf(socket))
                 .trustedDirectoryForTests(BASE)
                 .procRootForTests(proc)
+                .hostFacts(host)
                 .build(),
             new SocketPathCheck());
     all = f.toString();
     assertTrue(
         all.contains(
-            sockets + " is owned by uid 4343, neither root nor the DataNode user (uid 995)"),
+            sockets + " is owned by uid 4343, neither root nor the DataNode user, uid 995"),
         all);
+    assertTrue(all.contains("Run: chown 995 " + sockets), all);
+    assertFalse(all.contains("chown 0") || all.contains("chown root"), all);
     assertFalse(all.contains("the DataNode's user is unknown here"), all);
-  }
-
-  private static void assumeRootForChown(Path dir, int uid) {
-    try {
-      Files.setAttribute(dir, "unix:uid", uid);
-    } catch (Exception e) {
-      org.junit.jupiter.api.Assumptions.assumeTrue(
-          false, "chown needs root (permission bits and owners cannot be faked otherwise): " + e);
-    }
   }
 
   @Test

@@ -139,7 +139,9 @@ class MapReduceScrTest {
         Paths.get(System.getProperty("java.io.tmpdir"), "mr").toAbsolutePath().toString();
     conf.set("hadoop.tmp.dir", local);
     conf.set("mapreduce.cluster.local.dir", local + "/local");
-    conf.set("mapreduce.jobtracker.staging.root.dir", "/mr/staging");
+    // LocalJobRunner stages jobs on the local file system: under the build's own directory, never
+    // at the machine's root (which only root could create, and which would outlive the build).
+    conf.set("mapreduce.jobtracker.staging.root.dir", local + "/staging");
     jobSettings.accept(conf);
 
     jobs++;

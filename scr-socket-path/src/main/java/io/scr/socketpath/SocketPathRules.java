@@ -1,12 +1,10 @@
-package io.scr.core.doctor;
+package io.scr.socketpath;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * The HDFS socket-path security rules ({@code DomainSocket.validateSocketPathSecurity0}), in Java:
@@ -21,10 +19,12 @@ import java.util.Locale;
  * <p>Each violation names a fix that cannot break the host: a shared directory such as {@code /tmp}
  * (world-writable with the sticky bit) or an ancestor of the socket's own directory (a home, {@code
  * /var}) is never to be chmod-ed or chown-ed; the fix is to move the socket to a directory of its
- * own. Only the socket's own directory is given a {@code chmod}/{@code chown}.
+ * own. Only the socket's own directory is given a {@code chmod}/{@code chown}, and a {@code chown}
+ * only ever to the DataNode user (to root would lock a non-root DataNode out of its own directory).
  *
- * <p>The single implementation of these rules in scr: the doctor uses it, and the DataNode shim
- * should. Stateless.
+ * <p>The single implementation of these rules in scr: {@code scr doctor} and the DataNode shim use
+ * it. The facts (owners, modes, user names) come from a {@link HostFacts}, the real host unless a
+ * test gives its own. Stateless.
  */
 public final class SocketPathRules {
   /** {@code sizeof(sun_path) - 1} on Linux. */
@@ -47,6 +47,12 @@ public final class SocketPathRules {
    * sit below world-writable {@code /tmp} on many machines. Null checks every component.
    */
   public static List<String> violations(Path socketPath, int dataNodeUid, Path trustedDirectory) {
+    return violations(socketPath, dataNodeUid, trustedDirectory, HostFacts.local());
+  }
+
+  /** Like {@link #violations(Path, int, Path)}, judged on the facts {@code host} gives. */
+  public static List<String> violations(
+      Path socketPath, int dataNodeUid, Path trustedDirectory, HostFacts host) {
     List<String> out = new ArrayList<>();
     String text = socketPath.toString();
     if (!socketPath.isAbsolute() || text.endsWith("/")) {
@@ -73,14 +79,10 @@ public final class SocketPathRules {
       if (trustedDirectory != null && trustedDirectory.startsWith(dir)) {
         continue;
       }
-      int mode;
-      int uid;
-      int gid;
+      Stat stat;
       try {
-        mode = (Integer) Files.getAttribute(dir, "unix:mode") & 07777;
-        uid = (Integer) Files.getAttribute(dir, "unix:uid");
-        gid = (Integer) Files.getAttribute(dir, "unix:gid");
-      } catch (IOException | UnsupportedOperationException e) {
+        stat = host.stat(dir);
+      } catch (IOException e) {
         out.add(
             "directory "
                 + dir
@@ -89,7 +91,10 @@ public final class SocketPathRules {
                 + "): create it, owned by the DataNode user, mode 0755");
         break;
       }
-      String m = String.format(Locale.ROOT, "%04o", mode);
+      int mode = stat.mode();
+      int uid = stat.uid();
+      int gid = stat.gid();
+      String m = stat.octalMode();
       boolean sticky = (mode & 01000) != 0;
       // Shared directories and ancestors are not the operator's to change for HDFS.
       boolean mayChange = dir.equals(own) && !sticky;
@@ -124,17 +129,23 @@ public final class SocketPathRules {
       if ((mode & 0200) != 0 && uid != 0 && dataNodeUid >= 0 && uid != dataNodeUid) {
         out.add(
             dir
-                + " is owned by uid "
-                + uid
-                + ", neither root nor the DataNode user (uid "
-                + dataNodeUid
-                + "). "
+                + " is owned by "
+                + host.describeUid(uid)
+                + ", neither root nor the DataNode user, "
+                + host.describeUid(dataNodeUid)
+                + ". "
                 + (mayChange
-                    ? "Run: chown " + dataNodeUid + " " + dir + " (or chown root " + dir + ")"
+                    ? "Run: chown " + chownName(host, dataNodeUid) + " " + dir
                     : "Put the socket in a directory of its own such as /var/run/hdfs-sockets,"
                         + " owned by the DataNode user, mode 0755"));
       }
     }
     return out;
+  }
+
+  /** The DataNode user as {@code chown} takes it: the name when known, else the uid. */
+  private static String chownName(HostFacts host, int uid) {
+    String name = host.userName(uid);
+    return name != null ? name : Integer.toString(uid);
   }
 }
