@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.scr.testing.RequiresRoot;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -38,6 +39,7 @@ class EffectiveUidTest {
   }
 
   @Test
+  @RequiresRoot("starts a process as another user")
   void aProcessOfAnotherUserReportsThatUser() throws Exception {
     Ids libc = LibraryLoader.create(Ids.class).load("c");
     assumeTrue(libc.geteuid() == 0, "needs root to start a process as another user");

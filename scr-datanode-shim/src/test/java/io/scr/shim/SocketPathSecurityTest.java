@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.scr.testing.RequiresRoot;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -65,6 +66,7 @@ class SocketPathSecurityTest {
   }
 
   @Test
+  @RequiresRoot("chown to another user")
   void ownerMustBeRootOrTheDataNodeUser() throws IOException {
     Path dir = secureDir();
     int uid = SocketPathSecurity.effectiveUid();
@@ -79,6 +81,7 @@ class SocketPathSecurityTest {
   }
 
   @Test
+  @RequiresRoot("chgrp to another group")
   void groupWritableByANonRootGroupFails() throws IOException {
     Path dir = secureDir();
     assumeTrue(SocketPathSecurity.effectiveUid() == 0, "chgrp needs root");

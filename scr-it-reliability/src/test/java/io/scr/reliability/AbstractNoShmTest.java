@@ -17,6 +17,7 @@ import io.scr.core.net.PathBackoff;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
+import io.scr.testing.RequiresRoot;
 import io.scr.testing.ResourceSnapshot;
 import java.io.File;
 import java.io.IOException;
@@ -135,6 +136,7 @@ abstract class AbstractNoShmTest {
 
   @Test
   @Order(4)
+  @RequiresRoot("mounts a full tmpfs over the segment directory")
   void fullDirectoryReadsShortCircuitWithoutSlotsAndSayWhy() throws Exception {
     String unavailable = ShmDir.unavailableReason("full");
     assumeTrue(unavailable == null, unavailable);

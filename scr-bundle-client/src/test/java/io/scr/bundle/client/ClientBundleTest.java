@@ -46,6 +46,7 @@ class ClientBundleTest {
           "io/scr/core/",
           "io/scr/shm/",
           "io/scr/cache/",
+          "io/scr/socketpath/",
           "io/scr/shaded/",
           "org/apache/hadoop/hdfs/Scr",
           "org/newsclub/",

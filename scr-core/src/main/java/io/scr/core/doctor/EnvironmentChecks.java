@@ -14,10 +14,15 @@ final class EnvironmentChecks {
   static final String ACCESSOR = "io.scr.core.hdfs.ScrReplicaAccessorBuilder";
   static final String FILE_SYSTEM = "io.scr.core.hdfs.ScrFileSystem";
 
+  /** Stock HDFS's wiring keys (not scr settings, so not in {@link ScrKeys}). */
+  static final String ACCESSOR_KEY = "dfs.client.replica.accessor.builder.classes";
+
+  static final String FILE_SYSTEM_KEY = "fs.hdfs.impl";
+
   static boolean scrWired(DoctorContext ctx) {
-    String accessors = ctx.conf().get("dfs.client.replica.accessor.builder.classes", "");
+    String accessors = ctx.conf().get(ACCESSOR_KEY, "");
     return accessors.contains(ACCESSOR)
-        || FILE_SYSTEM.equals(ctx.conf().getTrimmed("fs.hdfs.impl"));
+        || FILE_SYSTEM.equals(ctx.conf().getTrimmed(FILE_SYSTEM_KEY));
   }
 
   /** scr is configured as a read path and enabled. */
@@ -31,16 +36,21 @@ final class EnvironmentChecks {
     public List<Finding> run(DoctorContext ctx) {
       if (!ScrKeys.CLIENT_ENABLED.get(ctx.conf())) {
         return Collections.singletonList(
-            Finding.fail(id(), "scr.client.enabled is false", "remove it or set it to true"));
+            Finding.fail(
+                id(), ScrKeys.CLIENT_ENABLED.name() + " is false", "remove it or set it to true"));
       }
       if (!scrWired(ctx)) {
         return Collections.singletonList(
             Finding.warn(
                 id(),
                 "scr is not wired into this configuration: reads use the stock client",
-                "set dfs.client.replica.accessor.builder.classes="
+                "set "
+                    + ACCESSOR_KEY
+                    + "="
                     + ACCESSOR
-                    + " (no other change) or fs.hdfs.impl="
+                    + " (no other change) or "
+                    + FILE_SYSTEM_KEY
+                    + "="
                     + FILE_SYSTEM
                     + " (fastest) in hdfs-site.xml"));
       }
@@ -61,8 +71,10 @@ final class EnvironmentChecks {
         return Collections.singletonList(
             Finding.warn(
                 id(),
-                "scr.shm.enabled is false: replicas go stale by age only",
-                "remove scr.shm.enabled=false so the DataNode can invalidate replicas at once"));
+                ScrKeys.SHM_ENABLED.name() + " is false: replicas go stale by age only",
+                "remove "
+                    + ScrKeys.SHM_ENABLED.name()
+                    + "=false so the DataNode can invalidate replicas at once"));
       }
       if (!ShmSupport.isAvailable()) {
         return Collections.singletonList(
@@ -95,11 +107,9 @@ final class EnvironmentChecks {
         return Collections.singletonList(
             Finding.fail(
                 id(),
-                "dfs.client.read.shortcircuit=true but libhadoop is not loaded: the stock client"
-                    + " silently reads over TCP",
-                "wire scr in, which needs no libhadoop: dfs.client.replica.accessor.builder"
-                    + ".classes="
-                    + ACCESSOR));
+                ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name()
+                    + "=true but libhadoop is not loaded: the stock client silently reads over TCP",
+                "wire scr in, which needs no libhadoop: " + ACCESSOR_KEY + "=" + ACCESSOR));
       }
       return Collections.singletonList(
           Finding.ok(

@@ -1,5 +1,6 @@
 package io.scr.core.doctor;
 
+import io.scr.core.ScrKeys;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -15,13 +16,13 @@ final class MaskedKeyCheck implements Check {
 
   static final List<String> KEYS =
       Arrays.asList(
-          "dfs.client.read.shortcircuit",
-          "dfs.domain.socket.path",
-          "dfs.client.replica.accessor.builder.classes",
-          "fs.hdfs.impl",
-          "scr.client.enabled",
-          "scr.client.socket.paths",
-          "scr.cache.capacity");
+          ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(),
+          ScrKeys.DFS_DOMAIN_SOCKET_PATH.name(),
+          EnvironmentChecks.ACCESSOR_KEY,
+          EnvironmentChecks.FILE_SYSTEM_KEY,
+          ScrKeys.CLIENT_ENABLED.name(),
+          ScrKeys.CLIENT_SOCKET_PATHS.name(),
+          ScrKeys.CACHE_CAPACITY.name());
 
   @Override
   public String id() {
