@@ -86,7 +86,10 @@ public final class MiniDfs implements AutoCloseable {
     Path tmp = Paths.get(System.getProperty("java.io.tmpdir"));
     Files.createDirectories(tmp);
     this.baseDir = Files.createTempDirectory(tmp, "minidfs-" + id + "-");
-    this.socketDir = createSocketDir(tmp);
+    this.socketDir =
+        spec.secureSocketBase != null
+            ? Files.createTempDirectory(spec.secureSocketBase, "scr-sock-")
+            : createSocketDir(tmp);
     this.conf = spec.mode == DataNodeMode.STOCK_SCR ? stockConf(id) : baseConf(id);
     this.clientBase = spec.mode == DataNodeMode.SHIM ? shimClientConf(conf) : conf;
   }
@@ -128,8 +131,11 @@ public final class MiniDfs implements AutoCloseable {
       c.set("dfs.datanode.plugins", SHIM_PLUGIN_CLASS);
       c.set(SHIM_SOCKET_PATH_KEY, shimSocketTemplate());
       // The shim's socket path check runs, its own directory (0700, ours) included; only the
-      // shared temporary directory above it (world-writable /tmp on most machines) is trusted.
-      c.set(SHIM_TRUSTED_DIR_KEY, socketDir.getParent().toString());
+      // shared temporary directory above it (world-writable /tmp on most machines) is trusted,
+      // unless the caller gave a base that passes the check.
+      if (spec.secureSocketBase == null) {
+        c.set(SHIM_TRUSTED_DIR_KEY, socketDir.getParent().toString());
+      }
       // dfs.domain.socket.path stays unset on the cluster: the DataNode must not bind a stock
       // socket next to the shim's.
     }
@@ -464,6 +470,7 @@ public final class MiniDfs implements AutoCloseable {
     private long blockSize = 1 << 20;
     private DataNodeMode mode = DataNodeMode.TCP;
     private final List<Consumer<Configuration>> customizers = new ArrayList<>();
+    private Path secureSocketBase;
 
     private Builder() {}
 
@@ -488,6 +495,18 @@ public final class MiniDfs implements AutoCloseable {
 
     public Builder mode(DataNodeMode mode) {
       this.mode = Objects.requireNonNull(mode, "mode");
+      return this;
+    }
+
+    /**
+     * Puts the socket directory under {@code base}, a directory that with all its parents passes
+     * the socket path rules for this process's user (owned by root or this user, writable by nobody
+     * else): the shim's check then judges every component and its test-only trusted directory key
+     * is not set. Default: under {@code java.io.tmpdir}, whose parents (a world-writable {@code
+     * /tmp}) are trusted through that key.
+     */
+    public Builder secureSocketBase(Path base) {
+      this.secureSocketBase = base.toAbsolutePath();
       return this;
     }
 

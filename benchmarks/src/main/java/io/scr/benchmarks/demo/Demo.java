@@ -2,9 +2,12 @@ package io.scr.benchmarks.demo;
 
 import io.scr.benchmarks.read.ReadPathType;
 import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.shm.SlotPoolStats;
+import io.scr.socketpath.EffectiveUid;
+import io.scr.socketpath.SocketPathRules;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.StockNative;
@@ -44,10 +47,60 @@ public final class Demo {
   private final PrintStream out;
   private final Options options;
 
+  /** Where the clusters' socket directories go (null: under java.io.tmpdir, trusted by key). */
+  private final java.nio.file.Path socketBase;
+
   Demo(PrintStream out, Options options) {
+    this(out, options, secureSocketBase());
+  }
+
+  Demo(PrintStream out, Options options, java.nio.file.Path socketBase) {
     this.out = out;
     this.options = options;
+    this.socketBase = socketBase;
   }
+
+  /**
+   * A directory for the shim's socket that passes the DataNode's socket path rules with every
+   * parent, for this user, and is short enough for {@code sun_path}: {@code $XDG_RUNTIME_DIR}, else
+   * {@code /run} (root), else the home directory. Null when none does (then the socket goes under
+   * {@code java.io.tmpdir} and the shim is told, by its test-only key, to trust the parents).
+   */
+  static java.nio.file.Path secureSocketBase() {
+    int uid;
+    try {
+      uid = EffectiveUid.self();
+    } catch (IOException e) {
+      return null;
+    }
+    List<java.nio.file.Path> candidates = new ArrayList<>();
+    String runtime = System.getenv("XDG_RUNTIME_DIR");
+    if (runtime != null && !runtime.isEmpty()) {
+      candidates.add(java.nio.file.Paths.get(runtime));
+    }
+    if (uid == 0) {
+      candidates.add(java.nio.file.Paths.get("/run"));
+    }
+    candidates.add(java.nio.file.Paths.get(System.getProperty("user.home")));
+    return firstSecure(candidates, uid);
+  }
+
+  /** The first of {@code candidates} a socket directory for {@code uid} may go under, or null. */
+  static java.nio.file.Path firstSecure(List<java.nio.file.Path> candidates, int uid) {
+    for (java.nio.file.Path c : candidates) {
+      java.nio.file.Path base = c.toAbsolutePath();
+      if (base.toString().length() <= MAX_SOCKET_BASE_LENGTH
+          && java.nio.file.Files.isDirectory(base)
+          && java.nio.file.Files.isWritable(base)
+          && SocketPathRules.violations(base.resolve("probe"), uid).isEmpty()) {
+        return base;
+      }
+    }
+    return null;
+  }
+
+  /** Leaves room in sun_path's 107 bytes for "/scr-sock-<19 digits>/shim.<port>.sock". */
+  private static final int MAX_SOCKET_BASE_LENGTH = 60;
 
   public static void main(String[] args) throws Exception {
     Options options;
@@ -108,13 +161,18 @@ public final class Demo {
       return;
     }
     progress("starting an embedded HDFS cluster: one " + what + " (" + mode + ")");
-    try (MiniDfs dfs =
+    MiniDfs.Builder cluster =
         MiniDfs.builder()
             .dataNodes(1)
             .blockSize(options.blockKiB * 1024L)
             .mode(mode)
-            .configure(c -> c.set("dfs.client.socket-timeout", "60000"))
-            .start()) {
+            .configure(c -> c.set("dfs.client.socket-timeout", "60000"));
+    if (socketBase != null) {
+      // The shim judges every directory above its socket, as on a real DataNode: no test-only
+      // trusted-directory key (and no WARN about one).
+      cluster.secureSocketBase(socketBase);
+    }
+    try (MiniDfs dfs = cluster.start()) {
       progress("writing " + options.fileMiB + " MiB");
       byte[] data = dfs.writeRandomFile(FILE, Math.toIntExact(options.fileMiB << 20), options.seed);
       try {
@@ -130,7 +188,12 @@ public final class Demo {
   }
 
   private Result measure(MiniDfs dfs, ReadPath path, byte[] data) throws IOException {
-    FileSystem fs = path.type.newFileSystem(dfs, c -> {});
+    // Each scr path has an engine of its own: the accessor's engine lives until the cluster's end,
+    // and ScrFileSystem's settings differ from it, so sharing one client context would make the
+    // second path share the first one's engine (and say so in a WARN).
+    FileSystem fs =
+        path.type.newFileSystem(
+            dfs, c -> c.set(ScrKeys.CLIENT_CONTEXT.name(), "scr-demo-" + path.name()));
     Result result = new Result(path);
     try (FSDataInputStream in = fs.open(new Path(FILE))) {
       scan(path, in, data, result); // the scan also warms the page cache for the preads
@@ -271,8 +334,8 @@ public final class Demo {
         "%-40s %12s %10s %10s %9s %12s %9s %14s%n",
         "read path",
         "pread ops/s",
-        "p50 µs",
-        "p99 µs",
+        "p50 us",
+        "p99 us",
         "speedup",
         "scan MiB/s",
         "speedup",

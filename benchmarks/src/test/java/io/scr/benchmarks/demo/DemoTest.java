@@ -4,10 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.scr.socketpath.EffectiveUid;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -31,8 +35,28 @@ class DemoTest {
     Demo.Options options =
         Demo.Options.parse(
             new String[] {"--seconds", "0.3", "--file-mib", "4", "--block-kib", "1024"});
-    new Demo(new PrintStream(bytes, true, StandardCharsets.UTF_8), options).run();
+    // The shim's socket under the build directory when that passes the socket path rules (as
+    // ./scr demo puts it under a secure directory of the user's), else under java.io.tmpdir.
+    Path build = Paths.get(System.getProperty("java.io.tmpdir"));
+    Path socketBase = Demo.firstSecure(List.of(build), EffectiveUid.self());
+    List<String> warnings;
+    try (ScrWarnings captured = new ScrWarnings()) {
+      new Demo(new PrintStream(bytes, true, StandardCharsets.UTF_8), options, socketBase).run();
+      warnings = captured.lines();
+    }
     String table = bytes.toString(StandardCharsets.UTF_8);
+
+    // Units and labels render under any locale (LC_ALL=C included): ASCII only.
+    for (int i = 0; i < table.length(); i++) {
+      assertTrue(table.charAt(i) < 128, "not ASCII at " + i + ": " + table);
+    }
+    // No WARN of the demo's own making: not the shared-engine one, not the shim's test-only key.
+    assertTrue(
+        warnings.stream().noneMatch(w -> w.contains("already exists with other settings")),
+        warnings.toString());
+    if (socketBase != null) {
+      assertEquals(List.of(), warnings, "the demo logs no scr WARN");
+    }
 
     Matcher rows = ROW.matcher(table);
     Set<String> measured = new HashSet<>();
@@ -61,6 +85,37 @@ class DemoTest {
     }
     for (Demo.ReadPath path : Demo.ReadPath.values()) {
       assertEquals(path.type.isScr(), counted.contains(path.label), path.label + ":\n" + table);
+    }
+  }
+
+  /** What {@code io.scr} logs at WARN or above while open (slf4j over reload4j here). */
+  private static final class ScrWarnings extends org.apache.log4j.AppenderSkeleton
+      implements AutoCloseable {
+    private final org.apache.log4j.Logger logger = org.apache.log4j.Logger.getLogger("io.scr");
+    private final List<String> lines = new java.util.ArrayList<>();
+
+    ScrWarnings() {
+      setThreshold(org.apache.log4j.Level.WARN);
+      logger.addAppender(this);
+    }
+
+    @Override
+    protected synchronized void append(org.apache.log4j.spi.LoggingEvent event) {
+      lines.add(event.getLevel() + " " + event.getLoggerName() + ": " + event.getRenderedMessage());
+    }
+
+    synchronized List<String> lines() {
+      return new java.util.ArrayList<>(lines);
+    }
+
+    @Override
+    public boolean requiresLayout() {
+      return false;
+    }
+
+    @Override
+    public void close() {
+      logger.removeAppender(this);
     }
   }
 
