@@ -48,7 +48,7 @@ final class SocketPathCheck implements Check {
               : expected
                   + " ("
                   + template
-                  + (found.isEmpty() || unlisted != null
+                  + (unlisted != null
                       ? " with _PORT = the port of "
                           + ScrKeys.DFS_DATANODE_ADDRESS.name()
                           + ", as a client that cannot list the directory resolves it)"
