@@ -69,6 +69,10 @@ class EngineCloseModeBTest {
     c.setBoolean("dfs.client.read.shortcircuit", false); // mode B: no libhadoop on the client
     c.set("scr.client.context", context);
     c.setInt("scr.metrics.summary.interval.seconds", 0);
+    // Room for every replica whatever the fd limit: sized from a limit of 1024 the cache would
+    // keep 64 replicas and close the rest, so fewer than BLOCKS slots would be in use.
+    c.setInt("scr.cache.capacity", BLOCKS);
+    c.setLong("scr.cache.fd.budget", 2L * BLOCKS);
     List<LocatedBlock> blocks =
         DFS.dfs()
             .fileSystem()
