@@ -36,9 +36,10 @@ public final class SupportedVersions {
 
   /** The results file's header line, in column order. */
   public static final String HEADER =
-      "cell\tversions\tjdk\tran\ttests\tpassed\tfailed\tskipped\tseconds\toutcome\tnotes";
+      "cell\tversions\tjdk\tran\ttests\tpassed\tfailed\tskipped\tseconds\tcpu_seconds\toutcome"
+          + "\tnotes";
 
-  private static final int COLUMNS = 11;
+  private static final int COLUMNS = 12;
 
   private SupportedVersions() {}
 
@@ -53,6 +54,7 @@ public final class SupportedVersions {
     final int failed;
     final int skipped;
     final int seconds;
+    final int cpuSeconds;
     final String outcome;
     final String notes;
 
@@ -66,8 +68,9 @@ public final class SupportedVersions {
       this.failed = Integer.parseInt(f[6]);
       this.skipped = Integer.parseInt(f[7]);
       this.seconds = Integer.parseInt(f[8]);
-      this.outcome = f[9];
-      this.notes = f[10];
+      this.cpuSeconds = Integer.parseInt(f[9]);
+      this.outcome = f[10];
+      this.notes = f[11];
     }
 
     /** The cell's name, e.g. {@code hadoop-3.5.0}. */
@@ -126,8 +129,8 @@ public final class SupportedVersions {
   public static String render(List<Cell> cells) {
     StringBuilder md = new StringBuilder();
     md.append(BEGIN).append("\n\n");
-    md.append("| Cell | Versions | JDK | What ran | Tests: passed / failed / skipped | Time |")
-        .append(" Outcome |\n")
+    md.append("| Cell | Versions | JDK | What ran | Tests: passed / failed / skipped |")
+        .append(" Wall time (CPU time) | Outcome |\n")
         .append("|---|---|---|---|---|---|---|\n");
     for (Cell c : cells) {
       md.append("| ")
@@ -146,7 +149,9 @@ public final class SupportedVersions {
           .append(c.skipped)
           .append(" | ")
           .append(c.seconds)
-          .append(" s | **")
+          .append(" s (")
+          .append(c.cpuSeconds)
+          .append(" s) | **")
           .append(c.outcome.toUpperCase(Locale.ROOT))
           .append("** |\n");
     }

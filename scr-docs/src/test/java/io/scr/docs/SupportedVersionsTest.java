@@ -53,17 +53,18 @@ class SupportedVersionsTest {
         SupportedVersions.parse(
             Arrays.asList(
                 SupportedVersions.HEADER,
-                "hadoop-3.5.0\tHadoop 3.5.0\t17\tconformance, mode B\t56\t42\t0\t14\t312\tpass"
+                "hadoop-3.5.0\tHadoop 3.5.0\t17\tconformance, mode B\t56\t42\t0\t14\t312\t201\tpass"
                     + "\tmodes A and C need a libhadoop built for 3.5",
-                "spark-3.5\tSpark 3.5.8\t17\tSparkScrTest\t2\t0\t2\t0\t90\tfail\t"));
+                "spark-3.5\tSpark 3.5.8\t17\tSparkScrTest\t2\t0\t2\t0\t90\t60\tfail\t"));
     String md = SupportedVersions.render(cells);
     assertTrue(
         md.contains(
-            "| hadoop-3.5.0 | Hadoop 3.5.0 | 17 | conformance, mode B | 42 / 0 / 14 | 312 s |"
-                + " **PASS** |"),
+            "| hadoop-3.5.0 | Hadoop 3.5.0 | 17 | conformance, mode B | 42 / 0 / 14 | 312 s (201 s)"
+                + " | **PASS** |"),
         md);
     assertTrue(
-        md.contains("| spark-3.5 | Spark 3.5.8 | 17 | SparkScrTest | 0 / 2 / 0 | 90 s |"), md);
+        md.contains("| spark-3.5 | Spark 3.5.8 | 17 | SparkScrTest | 0 / 2 / 0 | 90 s (60 s) |"),
+        md);
     assertTrue(md.contains("- **hadoop-3.5.0**: modes A and C need a libhadoop built for 3.5"), md);
     assertFalse(md.contains("- **spark-3.5**"), md);
   }
