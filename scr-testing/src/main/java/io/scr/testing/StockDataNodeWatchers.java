@@ -1,7 +1,7 @@
 package io.scr.testing;
 
-import java.io.IOException;
 import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -12,6 +12,7 @@ import org.apache.hadoop.hdfs.server.datanode.ShortCircuitRegistry;
 import org.apache.hadoop.net.unix.DomainSocket;
 import org.apache.hadoop.net.unix.DomainSocketWatcher;
 import org.apache.hadoop.util.ServicePlugin;
+import org.apache.hadoop.util.VersionInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -102,12 +103,24 @@ public final class StockDataNodeWatchers implements ServicePlugin {
     if (watcher == null || field(watcher, "watcherThread", Thread.class).isAlive()) {
       return 0;
     }
+    Method forceClose = forceClose();
     int closed = 0;
     for (DomainSocket socket : field(watcher, "notificationSockets", DomainSocket[].class)) {
       if (socket != null && socket.isOpen()) {
+        if (forceClose == null) {
+          LOG.warn(
+              "{} of {} ended with {} open, and this Hadoop ({}) has no DomainSocket.close(boolean)"
+                  + " to force it closed (close() would wait for the dead thread's reference"
+                  + " forever): left open",
+              watcher,
+              owner,
+              socket,
+              VersionInfo.getVersion());
+          continue;
+        }
         try {
-          socket.close(true);
-        } catch (IOException e) {
+          forceClose.invoke(socket, true);
+        } catch (ReflectiveOperationException e) {
           throw new IllegalStateException("cannot close " + socket + " of " + owner, e);
         }
         closed++;
@@ -123,6 +136,18 @@ public final class StockDataNodeWatchers implements ServicePlugin {
           closed);
     }
     return closed;
+  }
+
+  /**
+   * {@code DomainSocket.close(boolean force)}, which Hadoop 3.4 added; null on Hadoop 3.3, whose
+   * {@code close()} waits for every reference to be released (never, for a dead thread's).
+   */
+  private static Method forceClose() {
+    try {
+      return DomainSocket.class.getMethod("close", boolean.class);
+    } catch (NoSuchMethodException e) {
+      return null;
+    }
   }
 
   private static <T> T field(Object owner, String name, Class<T> type) {
