@@ -71,7 +71,7 @@ import org.slf4j.LoggerFactory;
  * told the DataNode each slot of every replica the cache closed (a closing engine with 2,048
  * replicas: 16 batched releases of 128 to an scr shim, each 124 µs at the median and 4.9 ms at p99
  * on its workers, or 2,048 op-88 requests to a stock DataNode), work the DataNode did while serving
- * other clients' opens (issue 16, session 10).
+ * other clients' opens (measured under ReplicaOpenBenchmark, mode B).
  */
 public final class ReplicaManager implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaManager.class);
