@@ -1,49 +1,43 @@
 package io.scr.core;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
-import io.scr.core.metrics.ScrClientDiagnostics;
+import io.scr.core.metrics.EngineState;
 import io.scr.core.metrics.ScrClientMetrics;
-import io.scr.core.metrics.SummaryReporter;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
 import io.scr.core.replica.AbsentReplicas;
+import io.scr.core.replica.PrefetchResult;
 import io.scr.core.replica.ReplicaManager;
+import io.scr.core.replica.ReplicaSource;
 import java.io.Closeable;
 import java.io.File;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.UnknownHostException;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.TreeSet;
-import java.util.WeakHashMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
-import org.apache.hadoop.net.NetUtils;
 import org.apache.hadoop.security.token.Token;
 
 /**
- * The short-circuit engine shared by every stream of one client context: domain-socket pool,
- * per-path backoff, open-replica cache, slot pools and reader. Obtain it with {@link
- * #acquire(Configuration)}; each acquire needs one {@link #close()}; the last close releases every
- * fd, socket, segment and thread.
+ * The short-circuit engine shared by every stream of one client context: it builds the parts from
+ * one configuration, shares them under the context's name, and closes them with the last reference.
+ * Obtain it with {@link #acquire(Configuration)}; each acquire needs one {@link #close()}; the last
+ * close releases every fd, socket, segment and thread.
+ *
+ * <p>The parts: the replica layer ({@link ReplicaManager}; reads lease from its {@link
+ * ReplicaSource} directly, not through this class), the local sockets ({@link LocalSockets}: which
+ * socket reaches which DataNode), the fallback counters, the accessor's leases by block alone
+ * ({@link AccessorLeases}), the prefetch threads ({@link PrefetchThreads}), and the metrics and
+ * diagnostics views ({@link EngineObservability}).
  *
  * <p><b>Which socket.</b> {@link #socketPathFor} resolves the DataNode's socket from {@code
  * scr.client.socket.paths} (else {@code dfs.domain.socket.path}), replacing {@code _PORT} with the
@@ -51,121 +45,57 @@ import org.apache.hadoop.security.token.Token;
  * cached per address). With several DataNodes on one host each must have its own socket path,
  * distinguished by {@code _PORT}.
  *
- * <p>Thread-safety: thread-safe. {@link #socketPathFor} and a cache-hit {@link #lease} take no lock
- * other readers wait on; a cache hit with a reused lease allocates nothing ({@link
- * #leaseWithThreadSpare} keeps that lease per thread in a thread-local, whose entries are confined
- * to their thread). Replicas that failed a checksum through the accessor sit in a concurrent set.
- * The accessor's listing of local sockets is an immutable snapshot in a volatile field; two threads
- * refreshing it at once both list the directory and one snapshot wins (benign); the warning that a
- * directory cannot be listed is logged once (a CAS). The registry of shared instances is guarded by
- * a static monitor, taken only by acquire and close.
+ * <p>Thread-safety: thread-safe; every part is. {@link #socketPathFor} and a cache-hit {@link
+ * #lease} take no lock other readers wait on. The registry of shared instances and each engine's
+ * reference count are guarded by a static monitor, taken only by acquire and close.
  */
-public final class ScrClient implements Closeable {
-  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ScrClient.class);
+public final class ScrClient implements Closeable, EngineState {
   private static final Object REGISTRY_LOCK = new Object();
 
-  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  @GuardedBy("REGISTRY_LOCK")
   private static final Map<String, ScrClient> REGISTRY = new HashMap<>();
 
   private final String context;
 
-  /** The JMX view {@code scr doctor --pid} reads. */
-  private final ScrClientDiagnostics diagnostics;
-
   /** The client keys this engine was built from, to name differences of later acquires. */
-  private final Map<String, String> settings;
-
-  /** The sets of differing settings already logged (by {@link #warnIfSettingsDiffer}). */
-  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
-  private final Set<String> warnedDifferences = new HashSet<>();
+  private final EngineSettings settings;
 
   private final boolean enabled;
-  private final List<String> pathTemplates;
+  private final LocalSockets sockets;
   private final PathBackoff backoff;
   private final ReplicaManager replicas;
-  private final EnumMap<FallbackReason, LongAdder> fallbacks = new EnumMap<>(FallbackReason.class);
-  private final ConcurrentHashMap<String, Boolean> localAddresses = new ConcurrentHashMap<>();
-  private final DataNodeHints hints = new DataNodeHints();
-  private final LongAdder misdirected = new LongAdder();
-  private final FdBudgetWarning fdBudgetWarning;
+  private final ReplicaSource source;
+  private final FallbackCounters fallbacks;
   private final ClientCounters counters = new ClientCounters();
+  private final AccessorLeases accessorLeases;
+  private final PrefetchThreads prefetchThreads;
 
-  /**
-   * Opens replicas ahead for streams that prefetch on open ({@link #submitPrefetch}): bounded
-   * queue, daemon threads that start on first use and stop when idle; shut down by the last close.
-   */
-  private final java.util.concurrent.ThreadPoolExecutor prefetchExecutor;
+  private final EngineObservability observability;
 
-  private final ScrClientMetrics metrics;
-  private final boolean metricsEnabled;
-  private final int summaryIntervalSeconds;
-
-  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
-  private SummaryReporter summary;
-
-  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
+  @GuardedBy("REGISTRY_LOCK")
   private int references;
 
   private volatile boolean closed;
 
   private final Ticker ticker;
 
-  /** How long {@link #leaseFromLocalDataNode} reuses one listing of the sockets' directories. */
-  static final long SOCKET_LISTING_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
-
-  /** The last listing of {@link #localSocketPaths()} (null: none yet); replaced, never mutated. */
-  private volatile SocketListing socketListing;
-
-  /**
-   * The transfer port {@code dfs.datanode.address} names (0: none), for {@code _PORT} when a socket
-   * directory cannot be listed.
-   */
-  private final int configuredXferPort;
-
-  /** The key the socket path templates come from (for log lines). */
-  private final String templateKey;
-
-  /** Whether the no-socket-matches-the-template WARN was logged (once per engine). */
-  private final AtomicBoolean noSocketWarned = new AtomicBoolean();
-
-  /** Whether the cannot-list-the-socket-directory WARN was logged (once per engine). */
-  private final AtomicBoolean unlistableWarned = new AtomicBoolean();
-
-  /**
-   * Lists a socket directory: null when it cannot be listed. A seam for tests, which may run as
-   * root (root lists any directory whatever its mode).
-   */
-  volatile java.util.function.Function<File, String[]> directoryLister = File::list;
-
-  /** Most replicas {@link #replicaFailedChecksum} remembers. */
-  static final int MAX_KNOWN_CORRUPT = 4096;
-
-  /** Replicas that failed a checksum through the accessor ({@link #replicaFailedChecksum}). */
-  private final Set<String> knownCorrupt = ConcurrentHashMap.newKeySet();
-
-  /**
-   * Each thread's spare lease ({@link #leaseWithThreadSpare}); null once closed. Dropping the
-   * reference on close lets the thread-local entries of a closed engine be collected (a spare
-   * refers back to the engine, so the entries would otherwise keep their own key alive).
-   */
-  private volatile ThreadLocal<LeaseSpare> spares = new ThreadLocal<>();
-
-  /**
-   * Every thread's spare holder, so that {@link #close()} can empty them: a thread-local entry
-   * whose key is gone stays in its thread's map until that thread happens to touch its
-   * thread-locals again, and a spare lease refers to the whole engine (cache, slot pools, buffers).
-   * Weak: a holder goes with its thread. Touched once per thread and by close.
-   */
-  private final Set<LeaseSpare> spareHolders =
-      Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
-
   ScrClient(Configuration conf, String context, Ticker ticker) {
+    this(conf, context, ticker, File::list);
+  }
+
+  /**
+   * As the other constructor, listing socket directories with {@code directoryLister} (null when a
+   * directory cannot be listed): tests, which may run as root, pass their own.
+   */
+  ScrClient(
+      Configuration conf,
+      String context,
+      Ticker ticker,
+      java.util.function.Function<File, String[]> directoryLister) {
     this.context = context;
-    this.settings = clientSettings(conf);
+    this.settings = new EngineSettings(context, conf);
     this.ticker = ticker;
-    for (FallbackReason r : FallbackReason.values()) {
-      fallbacks.put(r, new LongAdder());
-    }
+    this.fallbacks = new FallbackCounters(new FdBudgetWarning(context, ticker, this::cacheStats));
     // A bad budget fails here, before any socket, thread or fd exists.
     Integer capacity = ScrKeys.CACHE_CAPACITY.get(conf);
     Long fdBudget = ScrKeys.CACHE_FD_BUDGET.get(conf);
@@ -193,47 +123,28 @@ public final class ScrClient implements Closeable {
               + "=0 instead");
     }
     this.enabled = ScrKeys.CLIENT_ENABLED.get(conf);
-    this.pathTemplates = socketPathTemplates(conf);
-    this.configuredXferPort = configuredXferPort(conf);
-    this.templateKey =
-        ScrKeys.CLIENT_SOCKET_PATHS.get(conf) != null
-            ? ScrKeys.CLIENT_SOCKET_PATHS.name()
-            : ScrKeys.DFS_DOMAIN_SOCKET_PATH.name();
+    this.sockets = new LocalSockets(conf, ticker, directoryLister);
     Map<FailureClass, Integer> base = new EnumMap<>(FailureClass.class);
     base.put(FailureClass.CONNECT, ScrKeys.BACKOFF_CONNECT_SECONDS.get(conf));
     base.put(FailureClass.UNSUPPORTED, ScrKeys.BACKOFF_UNSUPPORTED_SECONDS.get(conf));
     base.put(FailureClass.IO, ScrKeys.BACKOFF_IO_SECONDS.get(conf));
     base.put(FailureClass.SHM, ScrKeys.BACKOFF_SHM_SECONDS.get(conf));
     this.backoff = new PathBackoff(ticker, base, ScrKeys.BACKOFF_MAX_SECONDS.get(conf));
-    Integer readTimeout = ScrKeys.NET_READ_TIMEOUT_MS.get(conf);
-    if (readTimeout == null) {
-      readTimeout = Math.min(ScrKeys.DFS_CLIENT_SOCKET_TIMEOUT.get(conf), 5000);
-      if (readTimeout <= 0) {
-        readTimeout = 5000;
-      }
-    }
     DomainSocketPool pool =
         DomainSocketPool.newBuilder()
             .connectTimeoutMs(ScrKeys.NET_CONNECT_TIMEOUT_MS.get(conf))
-            .readTimeoutMs(readTimeout)
+            .readTimeoutMs(ScrKeys.netReadTimeoutMs(conf))
             .maxIdlePerPath(ScrKeys.NET_POOL_MAX_IDLE.get(conf))
             .idleExpiryMs(ScrKeys.NET_POOL_IDLE_EXPIRY_MS.get(conf))
             .ticker(ticker)
             .build();
-    Long stale = ScrKeys.REPLICA_STALE_THRESHOLD_MS.get(conf);
-    if (stale == null) {
-      stale =
-          ScrKeys.DFS_REPLICA_STALE_THRESHOLD_MS.isSet(conf)
-              ? ScrKeys.DFS_REPLICA_STALE_THRESHOLD_MS.get(conf)
-              : 300000L;
-    }
     this.replicas =
         ReplicaManager.newBuilder(context, pool, backoff)
             .ticker(ticker)
             .capacity(capacity == null ? 0 : capacity)
             .fdBudget(fdBudget == null ? 0 : fdBudget)
             .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf))
-            .staleThresholdMs(stale)
+            .staleThresholdMs(ScrKeys.replicaStaleThresholdMs(conf))
             .shmEnabled(ScrKeys.SHM_ENABLED.get(conf))
             .extensionsEnabled(ScrKeys.EXTENSIONS_ENABLED.get(conf))
             .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf))
@@ -241,37 +152,19 @@ public final class ScrClient implements Closeable {
             .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf))
             .mappedReads(mappedReads(conf))
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
-            .fallbacks(this::countFallback)
+            .fallbacks(fallbacks)
             .counters(counters)
             .build();
-    this.fdBudgetWarning = new FdBudgetWarning(context, ticker, this::cacheStats);
-    this.prefetchExecutor = prefetchExecutor(context, prefetchThreads, prefetchQueue);
-    this.metrics = new ScrClientMetrics(this, counters, pool, ticker);
-    this.diagnostics = new ScrClientDiagnostics(context, metrics, settings);
-    this.metricsEnabled = ScrKeys.METRICS_ENABLED.get(conf);
-    this.summaryIntervalSeconds = ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf);
-  }
-
-  /**
-   * Starts what watches the engine: the metrics2 source and the summary line. Called once, by the
-   * first acquire, under the registry lock.
-   */
-  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
-  private void startObservability() {
-    if (metricsEnabled) {
-      metrics.register();
-    }
-    diagnostics.register();
-    summary = SummaryReporter.start(context, metrics::snapshot, summaryIntervalSeconds);
-  }
-
-  /** Stops what {@link #startObservability} started. */
-  private void stopObservability(SummaryReporter reporter) {
-    if (reporter != null) {
-      reporter.close();
-    }
-    metrics.unregister();
-    diagnostics.unregister();
+    this.source = replicas.source();
+    this.accessorLeases = new AccessorLeases(replicas, sockets, fallbacks);
+    this.prefetchThreads = new PrefetchThreads(context, prefetchThreads, prefetchQueue);
+    this.observability =
+        new EngineObservability(
+            context,
+            new ScrClientMetrics(this, counters, pool, ticker),
+            settings.asMap(),
+            ScrKeys.METRICS_ENABLED.get(conf),
+            ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf));
   }
 
   /**
@@ -295,91 +188,17 @@ public final class ScrClient implements Closeable {
       if (client == null) {
         client = new ScrClient(conf, context, Ticker.systemTicker());
         REGISTRY.put(context, client);
-        client.startObservability();
+        client.observability.start();
       } else {
-        client.warnIfSettingsDiffer(conf);
+        client.settings.warnIfDiffer(conf);
       }
       client.references++;
       return client;
     }
   }
 
-  /** The client keys of the catalogue as set in {@code conf} (raw text, unset keys absent). */
-  private static Map<String, String> clientSettings(Configuration conf) {
-    Map<String, String> out = new TreeMap<>();
-    for (ScrKey<?> key : ScrKeys.all()) {
-      if (key.name().startsWith("scr.shim.")) {
-        continue; // the DataNode's keys: a client never reads them
-      }
-      String raw = conf.getTrimmed(key.name());
-      if (raw != null) {
-        out.put(key.name(), raw);
-      }
-    }
-    return out;
-  }
-
-  @com.google.errorprone.annotations.concurrent.GuardedBy("REGISTRY_LOCK")
-  private void warnIfSettingsDiffer(Configuration conf) {
-    Map<String, String> requested = clientSettings(conf);
-    if (requested.equals(settings)) {
-      return;
-    }
-    Set<String> keys = new TreeSet<>(settings.keySet());
-    keys.addAll(requested.keySet());
-    List<String> differences = new ArrayList<>();
-    for (String k : keys) {
-      String inUse = settings.get(k);
-      String asked = requested.get(k);
-      if (!Objects.equals(inUse, asked)) {
-        differences.add(
-            k
-                + "="
-                + (inUse == null ? "(unset)" : inUse)
-                + " in use, "
-                + (asked == null ? "(unset)" : asked)
-                + " requested");
-      }
-    }
-    if (warnedDifferences.add(String.join(";", differences))) {
-      LOG.warn(
-          "The scr engine of client context '{}' already exists with other settings, and this"
-              + " configuration shares it as is: {}. To give this configuration its own engine,"
-              + " set scr.client.context (or dfs.client.context) to a name of its own",
-          context,
-          differences);
-    }
-  }
-
-  private static List<String> socketPathTemplates(Configuration conf) {
-    String explicit = ScrKeys.CLIENT_SOCKET_PATHS.get(conf);
-    List<String> out = new ArrayList<>();
-    String source = explicit != null ? explicit : ScrKeys.DFS_DOMAIN_SOCKET_PATH.get(conf);
-    for (String p : source.split(",")) {
-      String t = p.trim();
-      if (!t.isEmpty()) {
-        out.add(t);
-      }
-    }
-    return Collections.unmodifiableList(out);
-  }
-
-  /** The port of {@code dfs.datanode.address}, or 0 when it names none (or an ephemeral one). */
-  private static int configuredXferPort(Configuration conf) {
-    String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf);
-    if (address == null) {
-      return 0;
-    }
-    int colon = address.lastIndexOf(':');
-    try {
-      int port = Integer.parseInt(address.substring(colon + 1).trim());
-      return port > 0 && port <= 65535 ? port : 0;
-    } catch (NumberFormatException e) {
-      return 0;
-    }
-  }
-
   /** The context name this engine is shared under. */
+  @Override
   public String context() {
     return context;
   }
@@ -395,13 +214,13 @@ public final class ScrClient implements Closeable {
     if (closed) {
       return fallback(FallbackReason.CLOSED);
     }
-    if (pathTemplates.isEmpty()) {
+    if (sockets.templates().isEmpty()) {
       return fallback(FallbackReason.NOT_CONFIGURED);
     }
-    if (!isLocal(dn.getIpAddr())) {
+    if (!sockets.isLocal(dn.getIpAddr())) {
       return fallback(FallbackReason.NOT_LOCAL);
     }
-    String path = resolve(dn.getXferPort());
+    String path = sockets.resolve(dn.getXferPort());
     if (path == null) {
       return fallback(FallbackReason.NOT_CONFIGURED);
     }
@@ -409,19 +228,6 @@ public final class ScrClient implements Closeable {
       return fallback(FallbackReason.BACKING_OFF);
     }
     return path;
-  }
-
-  /**
-   * The socket path for a DataNode with transfer port {@code xferPort}: the first template that
-   * names {@code _PORT} (resolved), else the first template.
-   */
-  String resolve(int xferPort) {
-    for (String t : pathTemplates) {
-      if (t.contains("_PORT")) {
-        return t.replace("_PORT", String.valueOf(xferPort));
-      }
-    }
-    return pathTemplates.get(0);
   }
 
   /**
@@ -436,153 +242,12 @@ public final class ScrClient implements Closeable {
    * instead would make every read fall back without a word.
    */
   public List<String> localSocketPaths() {
-    List<String> out = new ArrayList<>();
-    String unmatched = null; // a _PORT template that matched no socket file, for the warning
-    for (String t : pathTemplates) {
-      if (!t.contains("_PORT")) {
-        out.add(t);
-        continue;
-      }
-      File template = new File(t);
-      File dir = template.getParentFile();
-      String name = template.getName();
-      int at = name.indexOf("_PORT");
-      String[] entries = dir == null || at < 0 ? null : directoryLister.apply(dir);
-      if (entries == null && dir != null && at >= 0 && !dir.exists()) {
-        // No such directory (as far as this user can see): no DataNode has bound a socket there.
-        unmatched = t + " (directory " + dir + " does not exist)";
-        continue;
-      }
-      if (entries == null) {
-        String resolved = configuredXferPort > 0 ? resolve(t, configuredXferPort) : null;
-        warnUnlistable(t, dir, at < 0, resolved);
-        if (resolved != null) {
-          out.add(resolved);
-        }
-        continue;
-      }
-      String prefix = name.substring(0, at);
-      String suffix = name.substring(at + "_PORT".length());
-      if (name.indexOf("_PORT", at + 1) >= 0) {
-        continue;
-      }
-      int before = out.size();
-      for (String e : entries) {
-        if (e.startsWith(prefix)
-            && e.endsWith(suffix)
-            && e.length() > prefix.length() + suffix.length()) {
-          String port = e.substring(prefix.length(), e.length() - suffix.length());
-          if (port.chars().allMatch(Character::isDigit)) {
-            out.add(new File(dir, e).getPath());
-          }
-        }
-      }
-      if (out.size() == before) {
-        unmatched = t + " (no matching file in " + dir + ")";
-      }
-    }
-    if (out.isEmpty() && unmatched != null) {
-      warnNoSocket(unmatched);
-    }
-    return out;
-  }
-
-  /**
-   * Logs once per engine that no socket file matches the configured templates: every read the
-   * accessor serves then falls back (NOT_CONFIGURED), which would otherwise go unsaid.
-   */
-  private void warnNoSocket(String what) {
-    if (!noSocketWarned.compareAndSet(false, true)) {
-      return;
-    }
-    LOG.warn(
-        "no DataNode socket on this host matches {} = {}: short-circuit reads through the replica"
-            + " accessor fall back to TCP (FallbackReason NOT_CONFIGURED) until one appears. A"
-            + " stock DataNode binds its socket only when dfs.client.read.shortcircuit=true in its"
-            + " own hdfs-site.xml (and libhadoop loads); the scr shim binds scr.shim.socket.path."
-            + " The DataNode log says 'Listening on UNIX domain socket' with the path it uses",
-        templateKey,
-        what);
-  }
-
-  private static String resolve(String template, int port) {
-    return template.replace("_PORT", String.valueOf(port));
-  }
-
-  /** Logs once per engine that a {@code _PORT} template could not be expanded by listing. */
-  private void warnUnlistable(String template, File dir, boolean portInDirectory, String resolved) {
-    if (!unlistableWarned.compareAndSet(false, true)) {
-      return;
-    }
-    String why =
-        portInDirectory
-            ? "its _PORT is in a directory name, so the sockets cannot be found by listing"
-            : "this user cannot list the socket directory " + dir + " (e.g. mode 0711)";
-    String instead =
-        resolved != null
-            ? "scr uses the DataNode transfer port of "
-                + ScrKeys.DFS_DATANODE_ADDRESS.name()
-                + " ("
-                + configuredXferPort
-                + ") and asks only "
-                + resolved
-            : "and "
-                + ScrKeys.DFS_DATANODE_ADDRESS.name()
-                + " names no fixed port, so reads whose DataNode is not known (the replica"
-                + " accessor) fall back to TCP";
-    LOG.warn(
-        "socket path template {} ({}): {}; {}. To let scr find several DataNodes on this host,"
-            + " list each socket in {} (comma-separated, explicit paths)",
-        template,
-        templateKey,
-        why,
-        instead,
-        ScrKeys.CLIENT_SOCKET_PATHS.name());
-  }
-
-  /**
-   * {@link #localSocketPaths()} as listed at most {@link #SOCKET_LISTING_NANOS} ago, as a new list
-   * the caller may change: with a {@code _PORT} template the listing reads a directory, which every
-   * read of a block no local DataNode holds would otherwise pay (the accessor asks on every read).
-   * A DataNode started since is found a second later.
-   */
-  private List<String> localSocketPathsRecently() {
-    long now = ticker.read();
-    SocketListing l = socketListing;
-    if (l == null || now - l.takenAtNanos >= SOCKET_LISTING_NANOS) {
-      l = new SocketListing(now, localSocketPaths());
-      socketListing = l;
-    }
-    return new ArrayList<>(l.paths);
-  }
-
-  /** One listing of the local sockets and when it was taken. Immutable. */
-  private static final class SocketListing {
-    final long takenAtNanos;
-    final List<String> paths;
-
-    SocketListing(long takenAtNanos, List<String> paths) {
-      this.takenAtNanos = takenAtNanos;
-      this.paths = Collections.unmodifiableList(new ArrayList<>(paths));
-    }
+    return sockets.localSocketPaths();
   }
 
   /** Whether {@code path} is backing off now (for callers that choose the path themselves). */
   public boolean isBackingOff(String path) {
     return backoff.isBackingOff(path);
-  }
-
-  private boolean isLocal(String ip) {
-    Boolean local = localAddresses.get(ip);
-    if (local == null) {
-      try {
-        local = NetUtils.isLocalAddress(InetAddress.getByName(ip));
-      } catch (UnknownHostException e) {
-        local = Boolean.FALSE;
-      }
-      localAddresses.put(ip, local);
-    }
-    return local;
   }
 
   /**
@@ -637,58 +302,15 @@ public final class ScrClient implements Closeable {
     if (closed) {
       return fallback(FallbackReason.CLOSED);
     }
-    return replicas.lease(block, token, socketPath, fileName, reuse);
+    return source.lease(block, token, socketPath, fileName, reuse, fallbacks);
   }
 
   /**
-   * As {@link #lease(ExtendedBlock, Token, String, String, ReplicaLease)} with this thread's spare
-   * lease object, for callers that cannot keep one per thread themselves (a stream read by many
-   * threads, many streams read by one thread): give the lease back with {@link
-   * #closeToThreadSpare}, and a cache hit allocates nothing. A thread keeps at most one spare per
-   * engine; a second lease open on the same thread at once is simply a new object.
-   *
-   * @return the lease, or null (reason counted)
+   * Where reads lease replicas: {@code ScrInputStream} leases there directly, with its thread's
+   * read context, so a cache hit passes through no method of this class.
    */
-  public ReplicaLease leaseWithThreadSpare(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
-      throws IOException {
-    ThreadLocal<LeaseSpare> local = spares;
-    if (local == null) {
-      return fallback(FallbackReason.CLOSED);
-    }
-    LeaseSpare spare = local.get();
-    if (spare == null) {
-      spare = new LeaseSpare();
-      spareHolders.add(spare);
-      local.set(spare);
-    }
-    ReplicaLease reuse = spare.lease;
-    if (reuse != null) {
-      spare.take(); // taken: a nested lease on this thread must not reopen it
-    }
-    // On null or an exception the spare is dropped rather than kept: it is closed then, but a
-    // failure path is not worth proving that for.
-    return lease(block, token, socketPath, fileName, reuse);
-  }
-
-  /**
-   * Closes {@code lease} (from {@link #leaseWithThreadSpare}) and keeps it as this thread's spare
-   * if the thread has none. The caller must not touch it afterwards.
-   */
-  public void closeToThreadSpare(ReplicaLease lease) {
-    lease.close();
-    ThreadLocal<LeaseSpare> local = spares;
-    if (local != null) {
-      LeaseSpare spare = local.get();
-      if (spare != null && spare.lease == null) {
-        spare.lease = lease;
-        // Written before reading the flag, as close() writes the flag before emptying holders:
-        // one of the two sees the other, so no spare outlives the engine.
-        if (closed) {
-          spare.lease = null;
-        }
-      }
-    }
+  public ReplicaSource replicaSource() {
+    return source;
   }
 
   /**
@@ -697,10 +319,7 @@ public final class ScrClient implements Closeable {
    * Counts nothing; for mapping a {@link ReplicaLease#socketPath()} back to its DataNode.
    */
   public String socketPathOf(DatanodeInfo dn) {
-    if (pathTemplates.isEmpty() || !isLocal(dn.getIpAddr())) {
-      return null;
-    }
-    return resolve(dn.getXferPort());
+    return sockets.socketPathOf(dn);
   }
 
   /**
@@ -713,10 +332,10 @@ public final class ScrClient implements Closeable {
     if (!enabled) {
       return FallbackReason.DISABLED;
     }
-    if (pathTemplates.isEmpty()) {
+    if (sockets.templates().isEmpty()) {
       return FallbackReason.NOT_CONFIGURED;
     }
-    return isLocal(dn.getIpAddr()) ? null : FallbackReason.NOT_LOCAL;
+    return sockets.isLocal(dn.getIpAddr()) ? null : FallbackReason.NOT_LOCAL;
   }
 
   /**
@@ -725,7 +344,7 @@ public final class ScrClient implements Closeable {
    * FallbackReason#NOT_LOCAL} once per read).
    */
   public void recordFallback(FallbackReason reason) {
-    countFallback(reason);
+    fallbacks.accept(reason);
   }
 
   /**
@@ -737,7 +356,7 @@ public final class ScrClient implements Closeable {
     if (closed) {
       return null;
     }
-    return notKnownCorrupt(block, replicas.leaseIfCached(block, fileName));
+    return accessorLeases.leaseIfCached(block, fileName);
   }
 
   /**
@@ -747,38 +366,10 @@ public final class ScrClient implements Closeable {
    * the cached replica is dropped, and {@link #leaseIfCached} and {@link #leaseFromLocalDataNode}
    * no longer serve that DataNode's replica of that block and generation stamp, so the stock
    * reader's retry reads another replica (and reports this one itself when it reads it the stock
-   * way). Remembers at most {@value #MAX_KNOWN_CORRUPT} replicas per engine (then starts over).
+   * way). Remembers at most {@value CorruptReplicas#MAX} replicas per engine (then starts over).
    */
   public void replicaFailedChecksum(ExtendedBlock block, String socketPath) {
-    if (knownCorrupt.size() >= MAX_KNOWN_CORRUPT) {
-      knownCorrupt.clear();
-    }
-    knownCorrupt.add(corruptKey(block, socketPath));
-    replicas.invalidate(
-        new io.scr.core.replica.ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath));
-  }
-
-  private boolean isKnownCorrupt(ExtendedBlock block, String socketPath) {
-    return !knownCorrupt.isEmpty() && knownCorrupt.contains(corruptKey(block, socketPath));
-  }
-
-  /** {@code lease}, or null (the lease closed) when it is a replica known to be corrupt. */
-  private ReplicaLease notKnownCorrupt(ExtendedBlock block, ReplicaLease lease) {
-    if (lease != null && isKnownCorrupt(block, lease.socketPath())) {
-      lease.close();
-      return null;
-    }
-    return lease;
-  }
-
-  private static String corruptKey(ExtendedBlock block, String socketPath) {
-    return block.getBlockPoolId()
-        + ":"
-        + block.getBlockId()
-        + "_"
-        + block.getGenerationStamp()
-        + "@"
-        + socketPath;
+    accessorLeases.replicaFailedChecksum(block, socketPath);
   }
 
   /**
@@ -801,53 +392,7 @@ public final class ScrClient implements Closeable {
     if (closed) {
       return fallback(FallbackReason.CLOSED);
     }
-    ReplicaLease cached = notKnownCorrupt(block, replicas.leaseIfCached(block, fileName));
-    if (cached != null) {
-      return cached;
-    }
-    List<String> paths = localSocketPathsRecently();
-    if (!knownCorrupt.isEmpty()) {
-      paths.removeIf(p -> isKnownCorrupt(block, p));
-    }
-    if (paths.isEmpty()) {
-      return fallback(FallbackReason.NOT_CONFIGURED);
-    }
-    // A DataNode that said it has no such replica is not asked again (within the memory's
-    // expiry): a block held only by a remote DataNode then costs the stock path and nothing more.
-    AbsentReplicas absent = replicas.absentReplicas();
-    paths.removeIf(p -> absent.isAbsent(block, p));
-    if (paths.isEmpty()) {
-      return fallback(FallbackReason.BLOCK_REFUSED);
-    }
-    String bpid = block.getBlockPoolId();
-    long id = block.getBlockId();
-    String preferred = hints.preferred(bpid, id, fileName);
-    if (preferred != null && paths.size() > 1 && paths.remove(preferred)) {
-      paths.add(0, preferred);
-    }
-    FallbackReason[] last = new FallbackReason[1];
-    boolean refused = false;
-    for (int i = 0; i < paths.size(); i++) {
-      String path = paths.get(i);
-      last[0] = null;
-      ReplicaLease lease = replicas.lease(block, token, path, fileName, null, r -> last[0] = r);
-      if (lease != null) {
-        if (paths.size() > 1) {
-          hints.served(bpid, id, fileName, path);
-        }
-        return lease;
-      }
-      if (last[0] == FallbackReason.BLOCK_REFUSED) {
-        refused = true;
-        if (i < paths.size() - 1) {
-          misdirected.increment();
-        }
-      }
-    }
-    if (refused || last[0] == null) {
-      return fallback(FallbackReason.BLOCK_REFUSED);
-    }
-    return fallback(last[0]);
+    return accessorLeases.leaseFromLocalDataNode(block, token, fileName);
   }
 
   /**
@@ -855,27 +400,22 @@ public final class ScrClient implements Closeable {
    * block before another one served it (several DataNodes on this host): each cost one round trip.
    */
   public long misdirectedRequestCount() {
-    return misdirected.sum();
+    return accessorLeases.misdirectedRequestCount();
   }
 
   private <T> T fallback(FallbackReason reason) {
-    countFallback(reason);
+    fallbacks.accept(reason);
     return null;
   }
 
-  private void countFallback(FallbackReason reason) {
-    fallbacks.get(reason).increment();
-    if (reason == FallbackReason.FD_BUDGET) {
-      fdBudgetWarning.fallback();
-    }
-  }
-
   /** How often reads fell back for {@code reason}. */
+  @Override
   public long fallbackCount(FallbackReason reason) {
-    return fallbacks.get(reason).sum();
+    return fallbacks.count(reason);
   }
 
   /** Per-path, per-failure-class backoff counters with the last reason. */
+  @Override
   public List<PathBackoff.Status> backoffStatus() {
     return backoff.snapshot();
   }
@@ -884,6 +424,7 @@ public final class ScrClient implements Closeable {
    * Which DataNode socket paths speak the scr shim's protocol extensions, and how often they were
    * asked (see {@code scr.client.extensions.enabled}).
    */
+  @Override
   public io.scr.core.net.PeerExtensions extensions() {
     return replicas.extensions();
   }
@@ -893,29 +434,9 @@ public final class ScrClient implements Closeable {
    * {@link #leaseFromLocalDataNode} asks such a DataNode again for that block within the memory's
    * expiry.
    */
+  @Override
   public AbsentReplicas absentReplicas() {
     return replicas.absentReplicas();
-  }
-
-  private static java.util.concurrent.ThreadPoolExecutor prefetchExecutor(
-      String context, int threads, int queue) {
-    java.util.concurrent.atomic.AtomicInteger serial =
-        new java.util.concurrent.atomic.AtomicInteger();
-    java.util.concurrent.ThreadPoolExecutor executor =
-        new java.util.concurrent.ThreadPoolExecutor(
-            threads,
-            threads,
-            30,
-            java.util.concurrent.TimeUnit.SECONDS,
-            new java.util.concurrent.ArrayBlockingQueue<>(queue),
-            r -> {
-              Thread t = new Thread(r, "scr-prefetch-" + context + "-" + serial.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            },
-            new java.util.concurrent.ThreadPoolExecutor.AbortPolicy());
-    executor.allowCoreThreadTimeOut(true); // no thread exists until a stream prefetches
-    return executor;
   }
 
   /**
@@ -930,12 +451,7 @@ public final class ScrClient implements Closeable {
     if (closed) {
       return false;
     }
-    try {
-      prefetchExecutor.execute(task);
-      return true;
-    } catch (java.util.concurrent.RejectedExecutionException e) {
-      return false; // full, or shut down by a concurrent close
-    }
+    return prefetchThreads.submit(task);
   }
 
   /**
@@ -948,11 +464,11 @@ public final class ScrClient implements Closeable {
    * @throws IOException an invalid token or an interrupt; every other failure is a {@code
    *     NOT_OPENED} result
    */
-  public ReplicaManager.PrefetchResult prefetch(
+  public PrefetchResult prefetch(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
       throws IOException {
-    ReplicaManager.PrefetchResult r = replicas.prefetch(block, token, socketPath, fileName);
-    if (r == ReplicaManager.PrefetchResult.OPENED) {
+    PrefetchResult r = replicas.prefetch(block, token, socketPath, fileName);
+    if (r == PrefetchResult.OPENED) {
       counters.recordPrefetched();
     }
     return r;
@@ -963,16 +479,15 @@ public final class ScrClient implements Closeable {
    * whose {@link #extensions()} offer {@code batch-fds} (see {@link ReplicaManager#prefetchBatch});
    * counts {@code ReplicasPrefetched} for each block it opened.
    */
-  public ReplicaManager.PrefetchResult[] prefetchBatch(
+  public PrefetchResult[] prefetchBatch(
       List<ExtendedBlock> blocks,
       List<Token<BlockTokenIdentifier>> tokens,
       String socketPath,
       String fileName)
       throws IOException {
-    ReplicaManager.PrefetchResult[] r =
-        replicas.prefetchBatch(blocks, tokens, socketPath, fileName);
-    for (ReplicaManager.PrefetchResult x : r) {
-      if (x == ReplicaManager.PrefetchResult.OPENED) {
+    PrefetchResult[] r = replicas.prefetchBatch(blocks, tokens, socketPath, fileName);
+    for (PrefetchResult x : r) {
+      if (x == PrefetchResult.OPENED) {
         counters.recordPrefetched();
       }
     }
@@ -985,6 +500,7 @@ public final class ScrClient implements Closeable {
   }
 
   /** The open-replica cache's counters. */
+  @Override
   public LeaseCacheStats cacheStats() {
     return replicas.cacheStats();
   }
@@ -993,6 +509,7 @@ public final class ScrClient implements Closeable {
    * Mapped reads' policy, budget and counters ({@code MappedReads}, {@code MappedReadFallbacks}),
    * or null when {@link ScrKeys#READ_MAPPED_ENABLED} is off.
    */
+  @Override
   public io.scr.core.read.MappedReads mappedReads() {
     return replicas.mappedReads();
   }
@@ -1028,6 +545,7 @@ public final class ScrClient implements Closeable {
   }
 
   /** The slot pools' counters. */
+  @Override
   public List<io.scr.shm.SlotPoolStats> slotPoolStats() {
     return replicas.slotPoolStats();
   }
@@ -1037,7 +555,7 @@ public final class ScrClient implements Closeable {
    * slot pools, socket pool, backoff, replica open latency, process fds (see docs/metrics.md).
    */
   public ClientSnapshot metricsSnapshot() {
-    return metrics.snapshot();
+    return observability.snapshot();
   }
 
   /**
@@ -1047,7 +565,6 @@ public final class ScrClient implements Closeable {
    */
   @Override
   public void close() {
-    SummaryReporter reporter;
     synchronized (REGISTRY_LOCK) {
       if (references == 0) {
         return;
@@ -1057,50 +574,14 @@ public final class ScrClient implements Closeable {
       }
       REGISTRY.remove(context, this);
       closed = true;
-      spares = null;
-      reporter = summary;
-      summary = null;
     }
-    synchronized (spareHolders) {
-      for (LeaseSpare spare : spareHolders) {
-        spare.lease = null; // each thread's map keeps an empty holder, nothing of the engine
-      }
-      spareHolders.clear();
-    }
-    stopObservability(reporter);
-    prefetchExecutor.shutdown(); // queued prefetches see the engine closed and skip
+    observability.stop();
+    prefetchThreads.shutdown(); // queued prefetches see the engine closed and skip
     replicas.close();
-  }
-
-  /**
-   * One thread's spare lease object: used by that thread; emptied by {@link #close()} from another.
-   */
-  private static final class LeaseSpare {
-    private static final java.lang.invoke.VarHandle LEASE;
-
-    static {
-      try {
-        LEASE =
-            java.lang.invoke.MethodHandles.lookup()
-                .findVarHandle(LeaseSpare.class, "lease", ReplicaLease.class);
-      } catch (ReflectiveOperationException e) {
-        throw new ExceptionInInitializerError(e);
-      }
-    }
-
-    /**
-     * Volatile for the hand-over with close (see closeToThreadSpare); the owner's own clear needs
-     * no fence ({@link #take}): racing close's clear, both write null.
-     */
-    volatile ReplicaLease lease;
-
-    void take() {
-      LEASE.setOpaque(this, (ReplicaLease) null);
-    }
   }
 
   @Override
   public String toString() {
-    return "ScrClient{" + context + ", paths=" + pathTemplates + (closed ? ", closed}" : "}");
+    return "ScrClient{" + context + ", paths=" + sockets.templates() + (closed ? ", closed}" : "}");
   }
 }

@@ -423,4 +423,35 @@ public final class ScrKeys {
     ALL.add(key);
     return key;
   }
+
+  // ------------------------------------------------------------------ derived values
+
+  /**
+   * The timeout (ms) of each read and write on a DataNode's UNIX socket: {@link
+   * #NET_READ_TIMEOUT_MS} when set, else min({@link #DFS_CLIENT_SOCKET_TIMEOUT}, 5000), and 5000
+   * when that is not positive.
+   */
+  public static int netReadTimeoutMs(org.apache.hadoop.conf.Configuration conf) {
+    Integer set = NET_READ_TIMEOUT_MS.get(conf);
+    if (set != null) {
+      return set;
+    }
+    int derived = Math.min(DFS_CLIENT_SOCKET_TIMEOUT.get(conf), 5000);
+    return derived > 0 ? derived : 5000;
+  }
+
+  /**
+   * The age (ms) after which a replica opened without a slot is stale: {@link
+   * #REPLICA_STALE_THRESHOLD_MS} when set, else the stock {@link #DFS_REPLICA_STALE_THRESHOLD_MS}
+   * when set, else 300000.
+   */
+  public static long replicaStaleThresholdMs(org.apache.hadoop.conf.Configuration conf) {
+    Long set = REPLICA_STALE_THRESHOLD_MS.get(conf);
+    if (set != null) {
+      return set;
+    }
+    return DFS_REPLICA_STALE_THRESHOLD_MS.isSet(conf)
+        ? DFS_REPLICA_STALE_THRESHOLD_MS.get(conf)
+        : 300000L;
+  }
 }

@@ -47,9 +47,8 @@ class UnlistableSocketDirectoryTest {
     Configuration c = conf(template);
     c.set("dfs.datanode.address", "0.0.0.0:50010");
     try (WarnCapture warnings = WarnCapture.start();
-        ScrClient scr = new ScrClient(c, "unlistable-seam", Ticker.systemTicker())) {
-      // The listing fails as it does for a non-root client at 0711 (root lists any directory).
-      scr.directoryLister = d -> null;
+        // The listing fails as it does for a non-root client at 0711 (root lists any directory).
+        ScrClient scr = new ScrClient(c, "unlistable-seam", Ticker.systemTicker(), d -> null)) {
       assertEquals(
           Collections.singletonList(dir.resolve("dn_socket.50010").toString()),
           scr.localSocketPaths());
@@ -70,8 +69,7 @@ class UnlistableSocketDirectoryTest {
   @Test
   void theDefaultTransferPortIsUsedWhenTheAddressIsUnset() {
     Configuration c = conf(dir.resolve("dn._PORT.sock").toString());
-    try (ScrClient scr = new ScrClient(c, "unlistable-default", Ticker.systemTicker())) {
-      scr.directoryLister = d -> null;
+    try (ScrClient scr = new ScrClient(c, "unlistable-default", Ticker.systemTicker(), d -> null)) {
       assertEquals(
           Collections.singletonList(dir.resolve("dn.9866.sock").toString()),
           scr.localSocketPaths());
@@ -83,8 +81,8 @@ class UnlistableSocketDirectoryTest {
     Configuration c = conf(dir.resolve("dn._PORT.sock").toString());
     c.set("dfs.datanode.address", "127.0.0.1:0");
     try (WarnCapture warnings = WarnCapture.start();
-        ScrClient scr = new ScrClient(c, "unlistable-ephemeral", Ticker.systemTicker())) {
-      scr.directoryLister = d -> null;
+        ScrClient scr =
+            new ScrClient(c, "unlistable-ephemeral", Ticker.systemTicker(), d -> null)) {
       assertEquals(Collections.emptyList(), scr.localSocketPaths());
       List<String> lines = warnings.matching("cannot list the socket directory");
       assertEquals(1, lines.size(), warnings.all().toString());

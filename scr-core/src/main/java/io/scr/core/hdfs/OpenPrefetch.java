@@ -4,7 +4,7 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.core.ScrClient;
 import io.scr.core.net.PeerExtensions;
 import io.scr.core.net.ShortCircuitExchanges;
-import io.scr.core.replica.ReplicaManager;
+import io.scr.core.replica.PrefetchResult;
 import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -223,7 +223,7 @@ final class OpenPrefetch {
       batch.add(blocks[i].getBlock());
       tokens.add(blocks[i].getBlockToken());
     }
-    ReplicaManager.PrefetchResult[] results;
+    PrefetchResult[] results;
     try {
       results = scr.prefetchBatch(batch, tokens, path, src);
     } catch (InterruptedIOException e) {
@@ -238,7 +238,7 @@ final class OpenPrefetch {
     // The peer failed the extension: stock ops from now on, one block at a time.
     boolean oneByOne = !batchable(path);
     for (int i = 0; i < n; i++) {
-      if (results[i] != ReplicaManager.PrefetchResult.NOT_OPENED) {
+      if (results[i] != PrefetchResult.NOT_OPENED) {
         continue;
       }
       if (!oneByOne) {
@@ -277,8 +277,7 @@ final class OpenPrefetch {
         noRoom(stats);
         return true;
       }
-      if (scr.prefetch(lb.getBlock(), lb.getBlockToken(), path, src)
-          == ReplicaManager.PrefetchResult.NOT_OPENED) {
+      if (scr.prefetch(lb.getBlock(), lb.getBlockToken(), path, src) == PrefetchResult.NOT_OPENED) {
         scr.recordPrefetchSkipped(1);
       }
       return true;

@@ -1,5 +1,6 @@
 package io.scr.core.hdfs;
 
+import io.scr.cache.Ticker;
 import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
 import io.scr.core.read.MappingBudget;
@@ -145,7 +146,8 @@ public class ScrFileSystem extends DistributedFileSystem {
       in = client.open(src, bufferSize, verifyChecksum); // striped: the stock stream throughout
     } else {
       ScrInputStream scrIn =
-          new ScrInputStream(client, src, verifyChecksum, blocks, engine, mappingBudget);
+          new ScrInputStream(
+              client, src, verifyChecksum, blocks, engine, Ticker.systemTicker(), mappingBudget);
       scrIn.prefetch(prefetchMaxBlocks); // queues the opens; never waits for them
       in = scrIn;
     }

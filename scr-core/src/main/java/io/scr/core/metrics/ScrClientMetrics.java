@@ -4,7 +4,6 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.RemovalCause;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
-import io.scr.core.ScrClient;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
@@ -47,7 +46,7 @@ public final class ScrClientMetrics implements MetricsSource {
   private static final MetricsInfo CONTEXT_TAG = Interns.info("Context", "scr client context");
   private static final MetricsInfo PATH_TAG = Interns.info("Path", "DataNode socket path");
 
-  private final ScrClient client;
+  private final EngineState client;
   private final ClientCounters counters;
   private final DomainSocketPool pool;
   private final Ticker ticker;
@@ -61,7 +60,7 @@ public final class ScrClientMetrics implements MetricsSource {
    * plane updates. Not registered until {@link #register()}.
    */
   public ScrClientMetrics(
-      ScrClient client, ClientCounters counters, DomainSocketPool pool, Ticker ticker) {
+      EngineState client, ClientCounters counters, DomainSocketPool pool, Ticker ticker) {
     this.client = Objects.requireNonNull(client, "client");
     this.counters = Objects.requireNonNull(counters, "counters");
     this.pool = Objects.requireNonNull(pool, "pool");

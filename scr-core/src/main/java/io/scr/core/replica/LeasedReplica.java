@@ -12,7 +12,7 @@ import org.apache.hadoop.fs.ChecksumException;
 /**
  * A {@link ReplicaLease} on a cached {@link Replica}: the cache's own lease object (a {@link
  * ReusableLease}), so leasing allocates nothing more, and, when its owner hands it back to {@link
- * ReplicaManager#lease} after closing it, nothing at all on a cache hit.
+ * ReplicaSource#lease} after closing it, nothing at all on a cache hit.
  *
  * <p>Skips verification while the slot is anchored (the DataNode has the block mlocked and verified
  * it when caching), taking and releasing the anchor around each read, as stock does.
@@ -21,8 +21,11 @@ import org.apache.hadoop.fs.ChecksumException;
  * {@link IllegalStateException} on a closed lease.
  */
 final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease {
-  private final ReplicaManager owner;
+  private final ReplicaSource owner;
   private final LocalBlockReader reader;
+
+  /** The read context this lease was last leased with (its thread's), or null. */
+  private ReadContext readContext;
 
   /** The HDFS file of the current lease, for error messages; null when unknown. */
   private String fileName;
@@ -30,14 +33,19 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
   /** The lookup key reused for each hit; created on the first reuse. */
   private ReplicaKey probe;
 
-  LeasedReplica(ReplicaManager owner, LocalBlockReader reader) {
+  LeasedReplica(ReplicaSource owner, LocalBlockReader reader) {
     this.owner = owner;
     this.reader = reader;
   }
 
-  /** Whether {@code manager} made this lease (a lease is only reused by its own engine). */
-  boolean ownedBy(ReplicaManager manager) {
-    return owner == manager;
+  /** Whether {@code source} made this lease (a lease is only reused by its own engine). */
+  boolean ownedBy(ReplicaSource source) {
+    return owner == source;
+  }
+
+  /** Called before a lease for a read on {@code context}'s thread: its reads use its buffers. */
+  void readOn(ReadContext context) {
+    this.readContext = context;
   }
 
   /** This lease's probe, pointed at the block's replica on the DataNode at {@code socketPath}. */
@@ -67,34 +75,44 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
 
   @Override
   public int read(long blockOffset, ByteBuffer dst, boolean verifyChecksum) throws IOException {
-    Replica replica = value();
-    Slot slot = replica.slot();
-    boolean anchored = verifyChecksum && slot != null && slot.tryAnchor();
-    try {
-      return counted(
-          replica,
-          reader.read(replica.files(), blockOffset, dst, verifyChecksum && !anchored, fileName));
-    } catch (ChecksumException e) {
-      replica.counters().recordChecksumFailure();
-      throw e;
-    } finally {
-      if (anchored) {
-        slot.releaseAnchor();
-      }
-    }
+    return read(context(), blockOffset, dst, verifyChecksum);
   }
 
+  /**
+   * Wraps {@code buf} and reads as into a buffer. A wrapper of its own, not the thread's reusable
+   * one: a caller of this method (the replica accessor) may run inside a stock read that a stream
+   * started with the thread's wrapper.
+   */
   @Override
   public int read(long blockOffset, byte[] buf, int off, int len, boolean verifyChecksum)
+      throws IOException {
+    return read(context(), blockOffset, ByteBuffer.wrap(buf, off, len), verifyChecksum);
+  }
+
+  /** The read context of the calling thread: the one it was leased with, when it is this one. */
+  private ReadContext context() {
+    ReadContext c = readContext;
+    return c != null && c.isCurrentThread() ? c : owner.readContext();
+  }
+
+  private int read(ReadContext c, long blockOffset, ByteBuffer dst, boolean verifyChecksum)
       throws IOException {
     Replica replica = value();
     Slot slot = replica.slot();
     boolean anchored = verifyChecksum && slot != null && slot.tryAnchor();
     try {
-      return counted(
-          replica,
+      int n =
           reader.read(
-              replica.files(), blockOffset, buf, off, len, verifyChecksum && !anchored, fileName));
+              replica.files(),
+              blockOffset,
+              dst,
+              verifyChecksum && !anchored,
+              fileName,
+              c.scratch());
+      if (n > 0) {
+        replica.counters().recordRead(n); // two LongAdder adds against the replica's socket path
+      }
+      return n;
     } catch (ChecksumException e) {
       replica.counters().recordChecksumFailure();
       throw e;
@@ -128,14 +146,6 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
       throw new IllegalStateException("a replica without a slot is never anchored: " + this);
     }
     slot.releaseAnchor();
-  }
-
-  /** Counts a read that returned data against the replica's socket path (two LongAdder adds). */
-  private static int counted(Replica replica, int n) {
-    if (n > 0) {
-      replica.counters().recordRead(n);
-    }
-    return n;
   }
 
   @Override

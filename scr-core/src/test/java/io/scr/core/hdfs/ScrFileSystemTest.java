@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.ArgumentMatchers.anyBoolean;
-import static org.mockito.ArgumentMatchers.anyInt;
 import static org.mockito.ArgumentMatchers.anyLong;
 import static org.mockito.ArgumentMatchers.anyString;
 import static org.mockito.Mockito.mock;
@@ -20,10 +19,13 @@ import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.core.replica.AbsentReplicas;
+import io.scr.core.replica.ReadContext;
+import io.scr.core.replica.ReplicaSource;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.AsynchronousCloseException;
 import java.nio.channels.ClosedByInterruptException;
 import java.util.Random;
@@ -169,7 +171,7 @@ class ScrFileSystemTest {
       verify(scr, never()).socketPathOf(any(DatanodeInfo.class));
       verify(scr, never()).lease(any(), any(), anyString(), any());
       verify(scr, never()).lease(any(), any(), anyString());
-      verify(scr, never()).leaseWithThreadSpare(any(), any(), anyString(), any());
+      verify(scr.replicaSource(), never()).lease(any(), any(), any(), anyString(), any());
     }
   }
 
@@ -179,9 +181,10 @@ class ScrFileSystemTest {
     ScrClient scr = mockScr();
     ReplicaLease lease = mock(ReplicaLease.class);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
-    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.replicaSource()
+            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
         .thenReturn(lease);
-    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+    when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new ChecksumException("injected", 0));
     try (ScrInputStream in = open("/fs/corrupt", scr)) {
       byte[] all = new byte[data.length];
@@ -191,7 +194,8 @@ class ScrFileSystemTest {
       }
       assertEquals(2, in.checksumFallbacks(), "one per block, then the block stays stock");
       assertEquals(0, in.localBlockCount());
-      verify(scr, org.mockito.Mockito.times(2)).closeToThreadSpare(lease);
+      verify(scr.replicaSource(), org.mockito.Mockito.times(2))
+          .release(any(ReadContext.class), org.mockito.ArgumentMatchers.eq(lease));
     }
   }
 
@@ -200,7 +204,8 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/token", BLOCK, 6);
     ScrClient scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
-    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.replicaSource()
+            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
         .thenThrow(new InvalidToken("injected"))
         .thenReturn(null);
     try (ScrInputStream in = open("/fs/token", scr)) {
@@ -228,7 +233,8 @@ class ScrFileSystemTest {
     ReplicaLease lease = servingLease(data);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.isBackingOff("/dn.sock")).thenReturn(true, false);
-    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.replicaSource()
+            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
         .thenReturn(null, lease);
     try (ScrInputStream in = open("/fs/backoff", scr)) {
       byte[] buf = new byte[4096];
@@ -248,11 +254,12 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/demoted", BLOCK, 8);
     ScrClient scr = mockScr();
     ReplicaLease lease = servingLease(data);
-    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+    when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new IOException("injected"))
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.replicaSource()
+            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
         .thenReturn(lease);
     AtomicLong now = new AtomicLong(-1L << 40); // a negative origin, as System.nanoTime may have
     try (ScrInputStream in = open("/fs/demoted", scr, now::get)) {
@@ -282,11 +289,12 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/interrupted", BLOCK, 9);
     ScrClient scr = mockScr();
     ReplicaLease lease = servingLease(data);
-    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+    when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new ClosedByInterruptException())
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.replicaSource()
+            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
         .thenReturn(lease);
     try (ScrInputStream in = open("/fs/interrupted", scr)) {
       byte[] buf = new byte[4096];
@@ -313,11 +321,12 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/closed-under", BLOCK, 10);
     ScrClient scr = mockScr();
     ReplicaLease lease = servingLease(data);
-    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
+    when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new AsynchronousCloseException())
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.replicaSource()
+            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
         .thenReturn(lease);
     try (ScrInputStream in = open("/fs/closed-under", scr)) {
       byte[] buf = new byte[4096];
@@ -326,8 +335,8 @@ class ScrFileSystemTest {
       assertEquals(1, in.shortCircuitReads());
       assertEquals(1, in.reopens());
       assertEquals(0, in.fallbacks());
-      verify(scr, times(2))
-          .leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any());
+      verify(scr.replicaSource(), times(2))
+          .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any());
     }
   }
 
@@ -340,7 +349,8 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/absent", BLOCK, 11);
     ScrClient scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any()))
+    when(scr.replicaSource()
+            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
         .thenReturn(null);
     DFSClient client = DFS.dfs().fileSystem().getClient();
     ExtendedBlock block = client.getLocatedBlocks("/fs/absent", 0).get(0).getBlock();
@@ -353,24 +363,26 @@ class ScrFileSystemTest {
       }
       assertEquals(1, in.localBlockCount(), "not demoted");
       assertEquals(3, in.fallbacks(), "one per read");
-      verify(scr, times(3))
-          .leaseWithThreadSpare(any(ExtendedBlock.class), any(), anyString(), any());
+      verify(scr.replicaSource(), times(3))
+          .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any());
     }
   }
 
   /** A mocked engine with a real (empty) absent-replica memory. */
   private static ScrClient mockScr() {
     ScrClient scr = mock(ScrClient.class);
+    ReplicaSource source = mock(ReplicaSource.class);
+    when(scr.replicaSource()).thenReturn(source);
+    when(source.readContext()).thenAnswer(call -> new ReadContext(4096));
     AbsentReplicas absent = AbsentReplicas.newBuilder().build();
     when(scr.absentReplicas()).thenReturn(absent);
     return scr;
   }
 
-  /** A lease whose byte[] reads serve {@code data} (a one-block file). */
+  /** A lease whose reads serve {@code data} (a one-block file). */
   private static ReplicaLease servingLease(byte[] data) throws IOException {
     ReplicaLease lease = mock(ReplicaLease.class);
-    when(lease.read(anyLong(), any(byte[].class), anyInt(), anyInt(), anyBoolean()))
-        .thenAnswer(copyFrom(data));
+    when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean())).thenAnswer(copyFrom(data));
     when(lease.socketPath()).thenReturn("/dn.sock");
     return lease;
   }
@@ -378,26 +390,31 @@ class ScrFileSystemTest {
   private static Answer<Integer> copyFrom(byte[] data) {
     return call -> {
       long pos = call.getArgument(0);
-      byte[] buf = call.getArgument(1);
-      int off = call.getArgument(2);
-      int len = call.getArgument(3);
+      ByteBuffer buf = call.getArgument(1);
       if (pos >= data.length) {
         return -1;
       }
-      int n = (int) Math.min(len, data.length - pos);
-      System.arraycopy(data, (int) pos, buf, off, n);
+      int n = (int) Math.min(buf.remaining(), data.length - pos);
+      buf.put(data, (int) pos, n);
       return n;
     };
   }
 
   private static ScrInputStream open(String src, ScrClient scr, Ticker ticker) throws IOException {
     DFSClient client = DFS.dfs().fileSystem().getClient();
-    return new ScrInputStream(client, src, true, client.getLocatedBlocks(src, 0), scr, ticker);
+    return new ScrInputStream(
+        client,
+        src,
+        true,
+        client.getLocatedBlocks(src, 0),
+        scr,
+        ticker,
+        ScrFileSystem.mappingBudget(null));
   }
 
   private static ScrInputStream open(String src, ScrClient scr) throws IOException {
     DFSClient client = DFS.dfs().fileSystem().getClient();
-    return new ScrInputStream(client, src, true, client.getLocatedBlocks(src, 0), scr);
+    return open(src, scr, Ticker.systemTicker());
   }
 
   private static byte[] slice(byte[] data, int pos, int len) {

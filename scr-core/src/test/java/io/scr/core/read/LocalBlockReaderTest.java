@@ -78,7 +78,7 @@ class LocalBlockReaderTest {
     // Partial last chunk; meta file larger than ReplicaFiles.HEAP_SUMS_MAX_BYTES, so mapped.
     byte[] data = new byte[600_000 + 77];
     rnd.nextBytes(data);
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     for (int variant = 0; variant < 4; variant++) {
       int type = variant % 2 == 0 ? MetaHeader.TYPE_CRC32C : MetaHeader.TYPE_CRC32;
       boolean map = variant < 2;
@@ -97,7 +97,14 @@ class LocalBlockReaderTest {
           if (i % 3 == 0) {
             int done = 0;
             while (done < want) {
-              int n = reader.read(f, off + done, got, done, want - done, true, "/f");
+              int n =
+                  reader.read(
+                      f,
+                      off + done,
+                      ByteBuffer.wrap(got, done, want - done),
+                      true,
+                      "/f",
+                      new ReadScratch(4096));
               assertTrue(n > 0);
               done += n;
             }
@@ -105,14 +112,23 @@ class LocalBlockReaderTest {
             ByteBuffer dst =
                 rnd.nextBoolean() ? ByteBuffer.allocateDirect(want) : ByteBuffer.allocate(want);
             while (dst.hasRemaining()) {
-              assertTrue(reader.read(f, off + dst.position(), dst, true, "/f") > 0);
+              assertTrue(
+                  reader.read(f, off + dst.position(), dst, true, "/f", new ReadScratch(4096)) > 0);
             }
             dst.flip();
             dst.get(got);
           }
           assertArrayEquals(Arrays.copyOfRange(data, off, off + want), got, "off " + off);
         }
-        assertEquals(-1, reader.read(f, data.length, new byte[4], 0, 4, true, "/f"));
+        assertEquals(
+            -1,
+            reader.read(
+                f,
+                data.length,
+                ByteBuffer.wrap(new byte[4], 0, 4),
+                true,
+                "/f",
+                new ReadScratch(4096)));
         f.close();
         assertTrue(!f.isOpen());
         f.close(); // idempotent: unmaps once
@@ -153,7 +169,7 @@ class LocalBlockReaderTest {
     // Cut the meta file after the header and the first checksum: chunk 1 has no checksum.
     byte[] meta = Files.readAllBytes(dir.resolve("blk.meta"));
     Files.write(dir.resolve("blk.meta"), Arrays.copyOf(meta, 7 + 4));
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     for (boolean map : new boolean[] {true, false}) {
       try (ReplicaFiles f =
           ReplicaFiles.open(
@@ -161,11 +177,21 @@ class LocalBlockReaderTest {
               FileChannel.open(dir.resolve("blk.meta")),
               "BP-1:blk_8_1",
               map)) {
-        assertEquals(100, reader.read(f, 0, new byte[100], 0, 100, true, "/f"));
+        assertEquals(
+            100,
+            reader.read(
+                f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/f", new ReadScratch(4096)));
         ChecksumException e =
             assertThrows(
                 ChecksumException.class,
-                () -> reader.read(f, 600, new byte[100], 0, 100, true, "/f"));
+                () ->
+                    reader.read(
+                        f,
+                        600,
+                        ByteBuffer.wrap(new byte[100], 0, 100),
+                        true,
+                        "/f",
+                        new ReadScratch(4096)));
         assertTrue(
             e.getMessage().contains("meta file of BP-1:blk_8_1 is too short"), e.getMessage());
         assertEquals(512, e.getPos());
@@ -184,7 +210,7 @@ class LocalBlockReaderTest {
     byte[] corrupt = data.clone();
     corrupt[5_000] ^= 1;
     Files.write(dir.resolve("blk"), corrupt);
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     try (ReplicaFiles f =
         ReplicaFiles.open(
             FileChannel.open(dir.resolve("blk")),
@@ -193,7 +219,14 @@ class LocalBlockReaderTest {
       ChecksumException e =
           assertThrows(
               ChecksumException.class,
-              () -> reader.read(f, 4_900, new byte[300], 0, 300, true, "/data/f"));
+              () ->
+                  reader.read(
+                      f,
+                      4_900,
+                      ByteBuffer.wrap(new byte[300], 0, 300),
+                      true,
+                      "/data/f",
+                      new ReadScratch(4096)));
       assertEquals(4_608, e.getPos());
       assertTrue(
           e.getMessage().contains("/data/f")
@@ -203,13 +236,26 @@ class LocalBlockReaderTest {
       ChecksumException direct =
           assertThrows(
               ChecksumException.class,
-              () -> reader.read(f, 4_608, ByteBuffer.allocateDirect(1024), true, null));
+              () ->
+                  reader.read(
+                      f,
+                      4_608,
+                      ByteBuffer.allocateDirect(1024),
+                      true,
+                      null,
+                      new ReadScratch(4096)));
       assertTrue(direct.getMessage().contains("file of block BP-1:blk_7_1"), direct.getMessage());
       byte[] buf = new byte[300];
-      assertEquals(300, reader.read(f, 4_900, buf, 0, 300, false, "/data/f"));
+      assertEquals(
+          300,
+          reader.read(
+              f, 4_900, ByteBuffer.wrap(buf, 0, 300), false, "/data/f", new ReadScratch(4096)));
       assertArrayEquals(Arrays.copyOfRange(corrupt, 4_900, 5_200), buf);
       assertEquals(
-          100, reader.read(f, 0, new byte[100], 0, 100, true, "/data/f"), "other chunks verify");
+          100,
+          reader.read(
+              f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/data/f", new ReadScratch(4096)),
+          "other chunks verify");
     }
   }
 }

@@ -83,7 +83,14 @@ class MappedBlockReadTest {
     if (way == 0) {
       int done = 0;
       while (done < len) {
-        int n = reader.read(f, off + done, got, done, len - done, verify, "/f");
+        int n =
+            reader.read(
+                f,
+                off + done,
+                ByteBuffer.wrap(got, done, len - done),
+                verify,
+                "/f",
+                new ReadScratch(4096));
         assertTrue(n > 0);
         done += n;
       }
@@ -91,7 +98,8 @@ class MappedBlockReadTest {
     }
     ByteBuffer dst = way == 1 ? ByteBuffer.allocate(len) : ByteBuffer.allocateDirect(len);
     while (dst.hasRemaining()) {
-      assertTrue(reader.read(f, off + dst.position(), dst, verify, "/f") > 0);
+      assertTrue(
+          reader.read(f, off + dst.position(), dst, verify, "/f", new ReadScratch(4096)) > 0);
     }
     dst.flip();
     dst.get(got);
@@ -104,8 +112,8 @@ class MappedBlockReadTest {
     byte[] data = new byte[300_000 + 77]; // a partial last chunk
     rnd.nextBytes(data);
     MappedReads policy = MappedReads.of(MappingBudget.of(4, 1 << 30), 1);
-    LocalBlockReader mapped = new LocalBlockReader(4096, policy);
-    LocalBlockReader pread = new LocalBlockReader(4096);
+    LocalBlockReader mapped = new LocalBlockReader(policy);
+    LocalBlockReader pread = new LocalBlockReader();
     try (ReplicaFiles f = write(data)) {
       for (int i = 0; i < 600; i++) {
         boolean verify = i % 2 == 0;
@@ -122,7 +130,15 @@ class MappedBlockReadTest {
       assertEquals(0, policy.fallbacks());
       assertEquals(1, policy.budget().mappings());
       assertEquals(data.length, policy.budget().bytes());
-      assertEquals(-1, mapped.read(f, data.length, new byte[4], 0, 4, true, "/f"));
+      assertEquals(
+          -1,
+          mapped.read(
+              f,
+              data.length,
+              ByteBuffer.wrap(new byte[4], 0, 4),
+              true,
+              "/f",
+              new ReadScratch(4096)));
     }
     assertEquals(0, policy.budget().mappings(), "closing the replica gave the mapping back");
   }
@@ -132,7 +148,7 @@ class MappedBlockReadTest {
     byte[] data = new byte[100_000];
     new Random(4).nextBytes(data);
     MappedReads policy = MappedReads.of(MappingBudget.of(4, 1 << 30), 3);
-    LocalBlockReader reader = new LocalBlockReader(4096, policy);
+    LocalBlockReader reader = new LocalBlockReader(policy);
     try (ReplicaFiles f = write(data)) {
       for (int i = 0; i < 2; i++) {
         // One call each (fits the scratch), so one read each for the hotness count.
@@ -145,7 +161,7 @@ class MappedBlockReadTest {
       f.data().close();
       assertThrows(
           java.nio.channels.ClosedChannelException.class,
-          () -> read(new LocalBlockReader(4096), f, 0, 10, true, 0));
+          () -> read(new LocalBlockReader(), f, 0, 10, true, 0));
       for (int way = 0; way < 3; way++) {
         for (boolean verify : new boolean[] {true, false}) {
           assertArrayEquals(
@@ -161,8 +177,8 @@ class MappedBlockReadTest {
     byte[] data = new byte[64 * 1024];
     new Random(5).nextBytes(data);
     MappedReads policy = MappedReads.of(MappingBudget.of(4, 1 << 30), 1);
-    LocalBlockReader mapped = new LocalBlockReader(4096, policy);
-    LocalBlockReader pread = new LocalBlockReader(4096);
+    LocalBlockReader mapped = new LocalBlockReader(policy);
+    LocalBlockReader pread = new LocalBlockReader();
     try (ReplicaFiles f = write(data)) {
       read(mapped, f, 0, 10, true, 0);
       assertTrue(f.isDataMapped());
@@ -198,7 +214,7 @@ class MappedBlockReadTest {
     new Random(6).nextBytes(a);
     new Random(7).nextBytes(b);
     MappedReads policy = MappedReads.of(MappingBudget.of(1, 1 << 30), 1);
-    LocalBlockReader reader = new LocalBlockReader(4096, policy);
+    LocalBlockReader reader = new LocalBlockReader(policy);
     try (ReplicaFiles fa = write(a);
         ReplicaFiles fb = write(b)) {
       assertArrayEquals(Arrays.copyOfRange(a, 10, 4000), read(reader, fa, 10, 3990, true, 1));
@@ -234,7 +250,7 @@ class MappedBlockReadTest {
     byte[] data = new byte[256 * 1024];
     new Random(9).nextBytes(data);
     MappedReads policy = MappedReads.of(MappingBudget.of(4, 1 << 30), 1);
-    LocalBlockReader reader = new LocalBlockReader(4096, policy);
+    LocalBlockReader reader = new LocalBlockReader(policy);
     try (ReplicaFiles f = write(data)) {
       assertArrayEquals(Arrays.copyOfRange(data, 0, 4096), read(reader, f, 0, 4096, true, 0));
       assertTrue(f.isDataMapped());
@@ -293,19 +309,21 @@ class MappedBlockReadTest {
     byte[] data = new byte[64 * 1024];
     new Random(10).nextBytes(data);
     MappedReads policy = MappedReads.of(MappingBudget.of(4, 1 << 30), 1);
-    LocalBlockReader reader = new LocalBlockReader(4096, policy);
+    LocalBlockReader reader = new LocalBlockReader(policy);
     try (ReplicaFiles f = write(data)) {
       assertArrayEquals(Arrays.copyOfRange(data, 0, 512), read(reader, f, 0, 512, true, 0));
       assertTrue(f.isDataMapped());
       ByteBuffer readOnly = ByteBuffer.allocateDirect(8192).asReadOnlyBuffer();
       assertThrows(
           java.nio.ReadOnlyBufferException.class,
-          () -> reader.read(f, 8192, readOnly, true, "/f"),
+          () -> reader.read(f, 8192, readOnly, true, "/f", new ReadScratch(4096)),
           "the block file is whole: not a truncation");
       truncateBlockFile(f, 4096);
       for (boolean verify : new boolean[] {true, false}) {
         IOException e =
-            assertThrows(IOException.class, () -> reader.read(f, 8192, readOnly, verify, "/f"));
+            assertThrows(
+                IOException.class,
+                () -> reader.read(f, 8192, readOnly, verify, "/f", new ReadScratch(4096)));
         assertTrue(e.getMessage().contains("faulted under a mapped read"), e.getMessage());
         assertTrue(e.getCause() instanceof java.nio.ReadOnlyBufferException, e.toString());
       }
@@ -316,7 +334,7 @@ class MappedBlockReadTest {
   void withoutAPolicyNoBlockFileIsMapped() throws Exception {
     byte[] data = new byte[30_000];
     new Random(8).nextBytes(data);
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     try (ReplicaFiles f = write(data)) {
       for (int i = 0; i < 50; i++) {
         assertArrayEquals(

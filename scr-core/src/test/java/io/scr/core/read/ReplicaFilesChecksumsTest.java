@@ -76,7 +76,14 @@ class ReplicaFilesChecksumsTest {
       throws IOException {
     int done = 0;
     while (done < b.length) {
-      int n = reader.read(f, off + done, b, done, b.length - done, true, "/f");
+      int n =
+          reader.read(
+              f,
+              off + done,
+              ByteBuffer.wrap(b, done, b.length - done),
+              true,
+              "/f",
+              new ReadScratch(4096));
       assertTrue(n > 0, "read " + done + " of " + b.length + " bytes at " + off);
       done += n;
     }
@@ -195,7 +202,7 @@ class ReplicaFilesChecksumsTest {
         ReplicaFiles.open(FileChannel.open(dir.resolve("blk")), meta, "BP-1:blk_9_1")) {
       assertEquals(1, meta.preads, "the one pread returned the whole meta file");
       byte[] got = new byte[data.length];
-      readFully(new LocalBlockReader(4096), f, 0, got);
+      readFully(new LocalBlockReader(), f, 0, got);
       assertArrayEquals(data, got);
     }
   }
@@ -212,11 +219,19 @@ class ReplicaFilesChecksumsTest {
         ReplicaFiles.open(FileChannel.open(dir.resolve("blk")), counting, "BP-1:blk_9_1")) {
       assertEquals(2, counting.preads, "read on until the end of the short file");
       byte[] first = new byte[8 * BPC];
-      readFully(new LocalBlockReader(4096), f, 0, first);
+      readFully(new LocalBlockReader(), f, 0, first);
       assertArrayEquals(Arrays.copyOf(data, first.length), first);
       assertThrows(
           IOException.class,
-          () -> new LocalBlockReader(4096).read(f, 12 * BPC, new byte[BPC], 0, BPC, true, "/f"));
+          () ->
+              new LocalBlockReader()
+                  .read(
+                      f,
+                      12 * BPC,
+                      ByteBuffer.wrap(new byte[BPC], 0, BPC),
+                      true,
+                      "/f",
+                      new ReadScratch(4096)));
     }
   }
 
@@ -227,7 +242,7 @@ class ReplicaFilesChecksumsTest {
     assertEquals(4095, metaBytes(1022));
     Path dir = write(data);
     int liveBefore = ChecksumMappings.live();
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     try (ReplicaFiles f = open(dir)) {
       assertNotNull(f.sumsInMemory(), "the checksums are in memory");
       assertNull(f.mappedSums(), "a meta file of 4095 bytes is not mapped");
@@ -252,14 +267,24 @@ class ReplicaFilesChecksumsTest {
     byte[] meta = Files.readAllBytes(dir.resolve("blk.meta"));
     meta[metaBytes(3)] ^= 1; // the checksum of chunk 3
     Files.write(dir.resolve("blk.meta"), meta);
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     try (ReplicaFiles f = open(dir)) {
       assertNull(f.mappedSums());
-      assertEquals(100, reader.read(f, 0, new byte[100], 0, 100, true, "/f"));
+      assertEquals(
+          100,
+          reader.read(
+              f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/f", new ReadScratch(4096)));
       ChecksumException e =
           assertThrows(
               ChecksumException.class,
-              () -> reader.read(f, 3 * BPC + 10, new byte[100], 0, 100, true, "/f"));
+              () ->
+                  reader.read(
+                      f,
+                      3 * BPC + 10,
+                      ByteBuffer.wrap(new byte[100], 0, 100),
+                      true,
+                      "/f",
+                      new ReadScratch(4096)));
       assertEquals(3 * BPC, e.getPos());
     }
   }
@@ -275,7 +300,7 @@ class ReplicaFilesChecksumsTest {
     assertEquals(4099, metaBytes(1023));
     Path dir = write(data);
     int liveBefore = ChecksumMappings.live();
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     ReplicaFiles f = open(dir);
     try {
       assertNotNull(f.mappedSums(), "a meta file of 4099 bytes is mapped");
@@ -326,7 +351,7 @@ class ReplicaFilesChecksumsTest {
       assertEquals(33, f.prefaultChecksums());
       // A prefetch calls this: the replica's first reads then take no page fault on its checksums.
       assertEquals(33 * 4, residentKb(meta), "all 33 pages are mapped into the page tables");
-      LocalBlockReader reader = new LocalBlockReader(4096);
+      LocalBlockReader reader = new LocalBlockReader();
       byte[] got = new byte[4096];
       readFully(reader, f, data.length - 4096, got);
       assertArrayEquals(Arrays.copyOfRange(data, data.length - 4096, data.length), got);

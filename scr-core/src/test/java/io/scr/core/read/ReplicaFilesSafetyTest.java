@@ -75,7 +75,7 @@ class ReplicaFilesSafetyTest {
               byte[] buf = new byte[len];
               try {
                 // Past the scratch size: the caller's array is read straight from the channel.
-                int n = reader.read(f, 0, ByteBuffer.wrap(buf), true, "/f");
+                int n = reader.read(f, 0, ByteBuffer.wrap(buf), true, "/f", new ReadScratch(4096));
                 outcome.set(Arrays.copyOf(buf, n));
               } catch (IOException e) {
                 outcome.set(e);
@@ -93,7 +93,7 @@ class ReplicaFilesSafetyTest {
         "the test JVM runs with --add-opens java.base/sun.nio.ch: "
             + UninterruptibleChannels.unavailabilityCause());
     byte[] data = random(64 * 1024, 1);
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     try (ReplicaFiles f = replica(dir(), data)) {
       Object outcome = readInterrupted(reader, f, 16 * 1024);
       assertNotNull(outcome);
@@ -101,7 +101,9 @@ class ReplicaFilesSafetyTest {
       assertArrayEquals(Arrays.copyOf(data, 16 * 1024), (byte[]) outcome);
       assertTrue(f.isOpen(), "the shared channel is still open");
       byte[] buf = new byte[1000];
-      assertEquals(1000, reader.read(f, 5000, buf, 0, 1000, true, "/f"));
+      assertEquals(
+          1000,
+          reader.read(f, 5000, ByteBuffer.wrap(buf, 0, 1000), true, "/f", new ReadScratch(4096)));
       assertArrayEquals(Arrays.copyOfRange(data, 5000, 6000), buf);
     }
   }
@@ -115,13 +117,16 @@ class ReplicaFilesSafetyTest {
   void withoutTheFlagAnInterruptClosesTheChannelAndTheReplicaSaysSo() throws Exception {
     UninterruptibleChannels.disableForTests(true);
     byte[] data = random(64 * 1024, 2);
-    LocalBlockReader reader = new LocalBlockReader(4096);
+    LocalBlockReader reader = new LocalBlockReader();
     try (ReplicaFiles f = replica(dir(), data)) {
       Object outcome = readInterrupted(reader, f, 16 * 1024);
       assertTrue(outcome instanceof ClosedByInterruptException, "outcome: " + outcome);
       assertFalse(f.isOpen());
       assertThrows(
-          ClosedChannelException.class, () -> reader.read(f, 0, new byte[10], 0, 10, true, "/f"));
+          ClosedChannelException.class,
+          () ->
+              reader.read(
+                  f, 0, ByteBuffer.wrap(new byte[10], 0, 10), true, "/f", new ReadScratch(4096)));
     }
   }
 

@@ -112,11 +112,10 @@ class PrefetchReadRaceStockScrTest {
             "race-reader");
     reader.start();
     assertTrue(readerChecked.await(60, TimeUnit.SECONDS), "the read reached its load");
-    ReplicaManager.PrefetchResult prefetched =
-        scr.prefetch(absent, lb.getBlockToken(), path, "/race/refused");
+    PrefetchResult prefetched = scr.prefetch(absent, lb.getBlockToken(), path, "/race/refused");
     reader.join(60_000);
     assertFalse(reader.isAlive(), "the read finished");
-    assertEquals(ReplicaManager.PrefetchResult.NOT_OPENED, prefetched);
+    assertEquals(PrefetchResult.NOT_OPENED, prefetched);
     assertEquals("no lease", readResult.get(), "the read falls back");
     assertEquals(
         1,

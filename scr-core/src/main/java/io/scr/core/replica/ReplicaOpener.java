@@ -1,0 +1,202 @@
+package io.scr.core.replica;
+
+import io.scr.cache.Ticker;
+import io.scr.core.metrics.ClientCounters;
+import io.scr.core.metrics.PathCounters;
+import io.scr.core.net.DomainSocketPool;
+import io.scr.core.net.PathBackoff;
+import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.core.net.ShortCircuitRefusedException;
+import io.scr.core.read.ReplicaFiles;
+import io.scr.shm.Slot;
+import io.scr.shm.SlotPool;
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.apache.hadoop.security.token.Token;
+
+/**
+ * The miss path: opens one replica for the cache's loader, on the missing thread. A preallocated
+ * slot from the path's {@link SlotPool} (if shared memory is on), op 87 on a pooled connection, the
+ * two fds and the receipt byte, the meta header; a failure is classified by {@link OpenFailures}
+ * and a refusal for an absent replica remembered ({@link AbsentReplicas}). A slot allocated for a
+ * request that failed goes back to its pool as the DataNode left it: registered (the grant came),
+ * refused (the DataNode unregisters it after its answer) or never registered.
+ *
+ * <p>Concurrency: thread-safe. The cache runs at most one load per replica key at a time; a load of
+ * a replica a batched prefetch holds ({@link #pendingOpens}) takes it over or waits for its answer
+ * ({@link PendingOpen}).
+ */
+final class ReplicaOpener {
+  private final DomainSocketPool pool;
+  private final Endpoints endpoints;
+  private final OpenFailures failures;
+  private final PathBackoff backoff;
+  private final AbsentReplicas absent;
+  private final ClientCounters counters;
+  private final Ticker ticker;
+  private final long staleAfterNanos;
+  private final long slotWaitMs;
+
+  /**
+   * Replicas a batched prefetch is about to open or opening: a reader's load of one takes it over
+   * or waits for it ({@link PendingOpen}).
+   */
+  final ConcurrentHashMap<ReplicaKey, PendingOpen> pendingOpens = new ConcurrentHashMap<>();
+
+  ReplicaOpener(
+      DomainSocketPool pool,
+      Endpoints endpoints,
+      OpenFailures failures,
+      PathBackoff backoff,
+      AbsentReplicas absent,
+      ClientCounters counters,
+      Ticker ticker,
+      long staleAfterNanos,
+      long slotWaitMs) {
+    this.pool = pool;
+    this.endpoints = endpoints;
+    this.failures = failures;
+    this.backoff = backoff;
+    this.absent = absent;
+    this.counters = counters;
+    this.ticker = ticker;
+    this.staleAfterNanos = staleAfterNanos;
+    this.slotWaitMs = slotWaitMs;
+  }
+
+  /** Whether the engine is closing: a load that fails now failed because of it. */
+  boolean isClosing() {
+    return endpoints.isClosing();
+  }
+
+  /** Longest a reader's load waits for a batched prefetch it found sent: one exchange's bound. */
+  private long batchWaitMs() {
+    return pool.exchangeTimeoutMs() + slotWaitMs;
+  }
+
+  /**
+   * The loader: runs on the missing thread, outside every cache lock, at most once at a time per
+   * replica key (the cache's single flight).
+   *
+   * @param prefetched whether a prefetch on open loads it (its first reader counts a prefetch hit)
+   */
+  Replica open(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
+      throws IOException {
+    if (!pendingOpens.isEmpty()) {
+      PendingOpen pending =
+          pendingOpens.get(new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath));
+      if (pending != null) {
+        // A batched prefetch holds this block: if it has not sent it yet, this load takes it over
+        // (no wait behind other blocks); if it has, the batch's answer is this load's.
+        Replica r = pending.takeOverOrAwait(TimeUnit.MILLISECONDS.toNanos(batchWaitMs()));
+        if (r != null) {
+          return r;
+        }
+      }
+    }
+    // Asked again inside the single flight: a caller that checked before a load of this key
+    // failed as absent (a prefetch racing a read) must not ask that DataNode a second time.
+    if (absent.isAbsent(block, socketPath)) {
+      throw ShortCircuitRefusedException.rememberedAbsent(
+          "DataNode at "
+              + socketPath
+              + " refused "
+              + block
+              + " a moment ago: it holds no such replica (not asked again)");
+    }
+    long start = ticker.read();
+    try {
+      return openTimed(block, token, socketPath, prefetched);
+    } finally {
+      counters.recordReplicaOpen(ticker.read() - start);
+    }
+  }
+
+  private Replica openTimed(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
+      throws IOException {
+    long t0 = ticker.read();
+    DataNodeEndpoint endpoint = endpoints.endpoint(socketPath);
+    Slot slot = endpoint.allocateSlot();
+    SlotPool slotPool = endpoint.slotPoolOrNull();
+    FileDescriptor[] fds = new FileDescriptor[2];
+    boolean registered = false;
+    try {
+      long t1 = ticker.read();
+      ShortCircuitExchanges.requestFds(
+          pool, socketPath, block, token, slot == null ? null : slot.id(), fds);
+      registered = true;
+      long t2 = ticker.read();
+      FileChannel data = new FileInputStream(fds[0]).getChannel();
+      FileChannel meta = new FileInputStream(fds[1]).getChannel();
+      ReplicaFiles files =
+          ReplicaFiles.open(data, meta, block.getBlockPoolId() + ":" + block.getBlockName());
+      counters.recordOpenPhase(ClientCounters.OpenPhase.SLOT, t1 - t0);
+      counters.recordOpenPhase(ClientCounters.OpenPhase.EXCHANGE, t2 - t1);
+      counters.recordOpenPhase(ClientCounters.OpenPhase.FILES, ticker.read() - t2);
+      backoff.recordSuccess(socketPath);
+      return newReplica(socketPath, files, block.getGenerationStamp(), slot, slotPool, prefetched);
+    } catch (IOException | RuntimeException e) {
+      if (!registered) {
+        closeQuietly(fds);
+      }
+      if (slot != null) {
+        if (registered) {
+          slotPool.release(slot);
+        } else if (e instanceof ShortCircuitRefusedException || e instanceof InvalidToken) {
+          endpoint.releaseRefused(slot); // the DataNode unregisters it after its answer
+        } else {
+          slotPool.releaseUnregistered(slot);
+        }
+      }
+      if (e instanceof ShortCircuitRefusedException
+          && ((ShortCircuitRefusedException) e).replicaAbsent()) {
+        absent.remember(block, socketPath);
+      }
+      failures.classify(socketPath, e);
+      throw e;
+    }
+  }
+
+  /** A replica opened from {@code socketPath} just now, counted as one open of that path. */
+  Replica newReplica(
+      String socketPath,
+      ReplicaFiles files,
+      long generationStamp,
+      Slot slot,
+      SlotPool slotPool,
+      boolean prefetched) {
+    PathCounters pathCounters = counters.path(socketPath);
+    pathCounters.recordOpen();
+    return new Replica(
+        socketPath,
+        files,
+        generationStamp,
+        slot,
+        slotPool,
+        ticker,
+        staleAfterNanos,
+        pathCounters,
+        prefetched);
+  }
+
+  static void closeQuietly(FileDescriptor[] fds) {
+    for (FileDescriptor fd : fds) {
+      if (fd != null && fd.valid()) {
+        try {
+          new FileInputStream(fd).close();
+        } catch (IOException e) {
+          // already invalid
+        }
+      }
+    }
+  }
+}
