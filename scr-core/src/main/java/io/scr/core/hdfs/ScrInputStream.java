@@ -157,7 +157,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   private int readRange(ReadContext context, long position, ByteBuffer buf) throws IOException {
     // The hit path: the current table has the whole range in one short-circuit block, which ends
     // within the finalized length, so the file length (behind the stock infoLock) is not needed.
-    BlockTable hit = blocks.current();
+    BlockTable hit = blocks.table;
     int length = buf.remaining();
     int triedLocal = -1; // a block the hit path just failed to read locally: not again below
     if (hit.source == locatedBlocks) {
@@ -590,6 +590,6 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   /** Blocks the current table short-circuits. */
   int localBlockCount() {
-    return blocks.current().localBlockCount();
+    return blocks.table.localBlockCount();
   }
 }

@@ -51,17 +51,16 @@ final class StreamBlocks {
   @GuardedBy("tableLock")
   private final Map<LocatedBlock, Long> demotedUntil = new IdentityHashMap<>();
 
-  private volatile BlockTable table = BlockTable.EMPTY;
+  /**
+   * The current table. Package-private so the stream's hit path reads it as a field (it checks
+   * itself that the table is current); written only under {@code tableLock}.
+   */
+  volatile BlockTable table = BlockTable.EMPTY;
 
   StreamBlocks(Stock stock, ScrClient scr, Ticker ticker) {
     this.stock = stock;
     this.scr = scr;
     this.ticker = ticker;
-  }
-
-  /** The current table, as it is (the hit path checks it is current itself). */
-  BlockTable current() {
-    return table;
   }
 
   /**

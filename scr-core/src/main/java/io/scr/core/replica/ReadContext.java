@@ -11,7 +11,7 @@ import io.scr.core.read.ReadScratch;
  *
  * <p>Thread-safety: confined to its thread ({@link #owner()}); the engine's close empties the
  * thread's holder from another thread, never the context itself, so a read in progress keeps its
- * buffers and its lease (see {@link ReadContexts}).
+ * buffers and its lease (see {@link ReplicaSource}).
  */
 public final class ReadContext {
   private final Thread owner;

@@ -11,6 +11,9 @@ import io.scr.core.net.PathBackoff;
 import io.scr.core.read.LocalBlockReader;
 import java.io.IOException;
 import java.util.Collection;
+import java.util.Collections;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.function.Consumer;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
@@ -28,11 +31,21 @@ import org.apache.hadoop.security.token.Token;
  * not hold ({@link AbsentReplicas}); either sends the read to the stock path (reason counted)
  * without a request. A cached replica of another generation stamp is dropped and opened again.
  *
+ * <p><b>Per-thread contexts.</b> Each thread's {@link ReadContext} (spare lease and buffers) sits
+ * in one thread-local whose holders are also kept in a weak registry: a context refers to the whole
+ * engine and holds about 80 KiB of direct memory, and a thread-local entry whose key is gone stays
+ * in its thread's map until that thread touches its thread-locals again. {@link #close()} empties
+ * every holder, so a thread's map keeps only an empty shell and the engine and the buffers go with
+ * the garbage collector; it frees no buffer itself (another thread may be reading into it).
+ *
  * <p>Concurrency: thread-safe. Hits take no lock; concurrent misses of one replica share one load
- * (the cache coalesces them). Per-thread state is in {@link ReadContexts}, confined to its thread
- * apart from close's emptying of the holders. {@link #close()} only empties those holders: the
- * cache and the endpoints are closed by {@link ReplicaManager}, in its order. The closed flag is
- * volatile: a lease that raced the close ends as {@code CLOSED} at the closed cache or gate.
+ * (the cache coalesces them). {@link #readContext()} is lock-free after a thread's first call (a
+ * thread-local read and a volatile read of the holder). The close race is settled by ordering:
+ * {@code readContext()} writes the holder before it reads {@link #closed}, {@code close()} writes
+ * {@code closed} before it empties the holders, so one sees the other and no holder stays filled
+ * after close; a read that began before close keeps the context it holds. {@link #close()} does not
+ * close the cache or the endpoints: {@link ReplicaManager} does, in its order. A lease that raced
+ * the close ends as {@code CLOSED} at the closed cache or gate.
  */
 public final class ReplicaSource {
   /**
@@ -48,7 +61,18 @@ public final class ReplicaSource {
   private final String name;
   private final LeaseCache<ReplicaKey, Replica> cache;
   private final LocalBlockReader reader;
-  private final ReadContexts contexts;
+  private final int scratchBytes;
+
+  /** Each thread's holder of its read context (see the class comment). */
+  private final ThreadLocal<ContextHolder> contexts = new ThreadLocal<>();
+
+  /**
+   * Every thread's holder, so that {@link #close()} can empty them; weak, so a holder goes with its
+   * thread. Guarded by its own monitor; touched once per thread and by close.
+   */
+  private final Set<ContextHolder> holders =
+      Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
+
   private final ReplicaOpener opener;
   private final PathBackoff backoff;
   private final AbsentReplicas absent;
@@ -73,7 +97,10 @@ public final class ReplicaSource {
     this.name = name;
     this.cache = cache;
     this.reader = reader;
-    this.contexts = new ReadContexts(scratchBytes);
+    if (scratchBytes < 512) {
+      throw new IllegalArgumentException("scratch must be at least 512 bytes: " + scratchBytes);
+    }
+    this.scratchBytes = scratchBytes;
     this.opener = opener;
     this.backoff = backoff;
     this.absent = absent;
@@ -82,9 +109,27 @@ public final class ReplicaSource {
     this.missHook = missHook;
   }
 
-  /** The calling thread's read context: pass it to {@link #lease} and {@link #release}. */
+  /**
+   * The calling thread's read context: pass it to {@link #lease} and {@link #release}. After {@link
+   * #close()} each call gets a context of its own, which is not kept.
+   */
   public ReadContext readContext() {
-    return contexts.current();
+    ContextHolder h = contexts.get();
+    if (h == null) {
+      h = new ContextHolder();
+      holders.add(h);
+      contexts.set(h);
+    }
+    ReadContext c = h.context;
+    if (c == null) {
+      c = new ReadContext(scratchBytes);
+      h.context = c;
+      // Written before reading the flag, as close() writes the flag before emptying holders.
+      if (closed) {
+        h.context = null;
+      }
+    }
+    return c;
   }
 
   /**
@@ -298,6 +343,20 @@ public final class ReplicaSource {
    */
   void close() {
     closed = true;
-    contexts.close();
+    synchronized (holders) {
+      for (ContextHolder h : holders) {
+        h.context = null; // each thread's map keeps an empty holder, nothing of the engine
+      }
+      holders.clear();
+    }
+  }
+
+  /**
+   * What a thread's thread-local holds: an empty shell once the engine is closed. Static, so it
+   * keeps nothing of the engine alive.
+   */
+  private static final class ContextHolder {
+    /** Written by its thread, and emptied by {@link ReplicaSource#close()} from another. */
+    volatile ReadContext context;
   }
 }
