@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.shm.ShmSupport;
 import io.scr.socketpath.EffectiveUid;
+import io.scr.socketpath.HostFacts;
 import io.scr.socketpath.SocketPathRules;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -112,11 +113,20 @@ class DoctorTest {
                 .build(),
             new SocketPathCheck());
     String all = f.get(0).fix();
+    // The owners are real here (chown), so the messages carry whatever names this host gives
+    // them: a deployment test may have created a user with uid 999.
+    HostFacts host = HostFacts.local();
+    String dataNodeUser = host.userName(999) == null ? "999" : host.userName(999);
     assertTrue(all.contains(group + " is group-writable by gid 4242"), all);
     assertTrue(
-        all.contains(group + " is owned by uid 4343, neither root nor the DataNode user, uid 999"),
+        all.contains(
+            group
+                + " is owned by "
+                + host.describeUid(4343)
+                + ", neither root nor the DataNode user, "
+                + host.describeUid(999)),
         all);
-    assertTrue(all.contains("Run: chown 999 " + group), all);
+    assertTrue(all.contains("Run: chown " + dataNodeUser + " " + group), all);
     assertEquals(1, Doctor.exitCode(f));
   }
 
@@ -362,6 +372,8 @@ class DoctorTest {
         "Name:\tjsvc\nUid:\t0\t995\t995\t995\nGid:\t0\t0\t0\t0\n"
             .getBytes(java.nio.charset.StandardCharsets.UTF_8));
     Files.createDirectory(proc.resolve("self"));
+    // Named here: this host's user database may name uid 995 itself (a system user).
+    host.user(995, "dn-test");
     f =
         run(
             DoctorContext.newBuilder(conf(socket))
@@ -373,9 +385,10 @@ class DoctorTest {
     all = f.toString();
     assertTrue(
         all.contains(
-            sockets + " is owned by uid 4343, neither root nor the DataNode user, uid 995"),
+            sockets
+                + " is owned by uid 4343, neither root nor the DataNode user, uid 995 (dn-test)"),
         all);
-    assertTrue(all.contains("Run: chown 995 " + sockets), all);
+    assertTrue(all.contains("Run: chown dn-test " + sockets), all);
     assertFalse(all.contains("chown 0") || all.contains("chown root"), all);
     assertFalse(all.contains("the DataNode's user is unknown here"), all);
   }

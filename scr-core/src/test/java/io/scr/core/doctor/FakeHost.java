@@ -5,8 +5,10 @@ import io.scr.socketpath.Stat;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.OptionalInt;
+import java.util.Set;
 
 /**
  * This host's facts, with the owner and mode of chosen paths and the names of chosen uids replaced:
@@ -15,10 +17,13 @@ import java.util.OptionalInt;
 final class FakeHost implements HostFacts {
   private final Map<Path, Stat> stats = new HashMap<>();
   private final Map<Integer, String> names = new HashMap<>();
+  private final Set<Integer> ownersWithoutNames = new HashSet<>();
 
   /** {@code path} is reported with this mode, owner and group. */
   FakeHost own(Path path, int mode, int uid, int gid) {
     stats.put(path.toAbsolutePath(), new Stat(mode, uid, gid));
+    // A made-up owner has no name, whoever this host's user database names with that uid.
+    ownersWithoutNames.add(uid);
     return this;
   }
 
@@ -36,7 +41,10 @@ final class FakeHost implements HostFacts {
 
   @Override
   public String userName(int uid) {
-    return names.containsKey(uid) ? names.get(uid) : HostFacts.local().userName(uid);
+    if (names.containsKey(uid)) {
+      return names.get(uid);
+    }
+    return ownersWithoutNames.contains(uid) ? null : HostFacts.local().userName(uid);
   }
 
   @Override
