@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.shim.SegmentRegistry.ShimSegment;
-import io.scr.shm.SegmentFactory;
 import io.scr.shm.ShmId;
 import java.io.ByteArrayInputStream;
 import java.nio.file.Files;
@@ -46,16 +45,8 @@ class AbandonedRequestLogTest {
     Path data = Files.write(dir.resolve("blk"), new byte[] {1, 2, 3, 4});
     Path meta = Files.write(dir.resolve("blk.meta"), new byte[] {0, 1, 2, 0, 0, 2, 0});
     ShortCircuitService svc =
-        new ShortCircuitService(
-            () -> FakeDataset.of(BLOCK, data, meta),
-            null,
-            registry,
-            limits,
-            SegmentFactory.newBuilder().build(),
-            metrics,
-            DataNodeAccounting.NONE,
-            true,
-            Ticker.SYSTEM);
+        TestServices.withoutTokens(
+            () -> FakeDataset.of(BLOCK, data, meta), registry, limits, metrics);
     byte[] request =
         OpRequestShortCircuitAccessProto.newBuilder()
             .setHeader(

@@ -54,16 +54,7 @@ class LivenessProbeTest {
     AtomicBoolean workerFree = new AtomicBoolean();
     ShortCircuitService service =
         TestServices.withoutTokens(
-            () -> {
-              onWorker.countDown();
-              try {
-                letGo.await(20, TimeUnit.SECONDS);
-              } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-              }
-              workerFree.set(true);
-              return dataset;
-            },
+            TestServices.holding(onWorker, letGo, () -> workerFree.set(true), dataset),
             registry,
             limits,
             metrics);

@@ -200,18 +200,7 @@ class ShimReplyFromWorkerTest {
     CountDownLatch letGo = new CountDownLatch(1);
     ShortCircuitService service =
         TestServices.withoutTokens(
-            () -> {
-              onWorker.countDown();
-              try {
-                letGo.await(20, TimeUnit.SECONDS);
-              } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-              }
-              return dataset;
-            },
-            registry,
-            limits,
-            metrics);
+            TestServices.holding(onWorker, letGo, () -> {}, dataset), registry, limits, metrics);
     Path socket = dir.resolve("dn-memory-only.sock");
     ShimServer server = startWithOneWorker(service, socket);
     // If the segment request waited for the worker, this lets the worker go after 5 s.

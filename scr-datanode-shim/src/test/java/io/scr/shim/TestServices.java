@@ -1,6 +1,9 @@
 package io.scr.shim;
 
 import io.scr.shm.SegmentFactory;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 
 /** Shim services for tests that serve requests without a DataNode around them. */
 final class TestServices {
@@ -25,5 +28,23 @@ final class TestServices {
         DataNodeAccounting.NONE,
         true,
         Ticker.SYSTEM);
+  }
+
+  /**
+   * Access to {@code dataset} that holds the serving thread: it counts {@code entered} down, waits
+   * for {@code release} (at most 20 s), runs {@code released} and only then answers.
+   */
+  static ShortCircuitService.DatasetAccess holding(
+      CountDownLatch entered, CountDownLatch release, Runnable released, FsDatasetSpi<?> dataset) {
+    return () -> {
+      entered.countDown();
+      try {
+        release.await(20, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      released.run();
+      return dataset;
+    };
   }
 }
