@@ -14,9 +14,9 @@ import org.apache.hadoop.hdfs.server.datanode.Replica;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 10: a client skips checksum verification only under an anchor, which it can take
- * only while the DataNode keeps the slot ANCHORABLE, i.e. while the block is cached (mlocked and
- * verified). Stock clears ANCHORABLE when the block is uncached ({@code
+ * A client skips checksum verification only under an anchor, which it can take only while the
+ * DataNode keeps the slot ANCHORABLE, i.e. while the block is cached (mlocked and verified). Stock
+ * clears ANCHORABLE when the block is uncached ({@code
  * ShortCircuitRegistry.processBlockMunlockRequest}) and sets it when it is cached ({@code
  * processBlockMlockEvent}); the shim's scan must do the same.
  */

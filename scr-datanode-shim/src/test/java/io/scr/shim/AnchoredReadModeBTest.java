@@ -28,14 +28,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 15 finding 10, client side (mode B): a reader skips checksum verification only while it can
- * anchor its slot, i.e. while the DataNode keeps the slot ANCHORABLE (stock: while the block is
- * cached, mlocked and verified); once the shim clears ANCHORABLE on uncache, the same lease
- * verifies again. Shown with a replica corrupted on disk under an open lease: anchored, the bad
- * bytes are returned unverified, as stock returns them from a cached block; unanchored, the read
- * fails with a ChecksumException. (MiniDFSCluster cannot cache blocks without libhadoop's mlock, so
- * the test sets ANCHORABLE where the DataNode's cache would, and clears it through the shim's scan
- * with a dataset that reports the block uncached.)
+ * Client side (mode B): a reader skips checksum verification only while it can anchor its slot,
+ * i.e. while the DataNode keeps the slot ANCHORABLE (stock: while the block is cached, mlocked and
+ * verified); once the shim clears ANCHORABLE on uncache, the same lease verifies again. Shown with
+ * a replica corrupted on disk under an open lease: anchored, the bad bytes are returned unverified,
+ * as stock returns them from a cached block; unanchored, the read fails with a ChecksumException.
+ * (MiniDFSCluster cannot cache blocks without libhadoop's mlock, so the test sets ANCHORABLE where
+ * the DataNode's cache would, and clears it through the shim's scan with a dataset that reports the
+ * block uncached.)
  */
 class AnchoredReadModeBTest {
   private static final int LEN = 64 * 1024;

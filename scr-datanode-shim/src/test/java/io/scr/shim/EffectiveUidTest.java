@@ -14,9 +14,9 @@ import jnr.ffi.LibraryLoader;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 8: the socket path check judges directories against the DataNode's effective
- * uid, read from {@code /proc/self/status}, not from the owner of {@code /proc/self} (root for a
- * non-dumpable process such as a jsvc-started DataNode on kernels before 4.11).
+ * The socket path check judges directories against the DataNode's effective uid, read from {@code
+ * /proc/self/status}, not from the owner of {@code /proc/self} (root for a non-dumpable process
+ * such as a jsvc-started DataNode on kernels before 4.11).
  */
 class EffectiveUidTest {
   /** libc's geteuid(2), through jnr-ffi (which scr-shm already loads). */

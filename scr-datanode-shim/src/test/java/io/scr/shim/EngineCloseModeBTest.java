@@ -19,12 +19,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 16 (session 10): an engine that closes with many open replicas gives its slots back by
- * returning its segments whole, and tells the DataNode nothing slot by slot. Before, the slot
- * pools' maintenance threads told the DataNode every slot the cache closed (a closing client with
- * 2,048 replicas: 16 batched releases of 128 on the shim's workers, or 2,048 op-88 requests to a
- * stock DataNode) while it served other clients' opens; returning a segment makes the DataNode drop
- * all its slots anyway, as a stock DataNode does when a segment's socket closes.
+ * An engine that closes with many open replicas gives its slots back by returning its segments
+ * whole, and tells the DataNode nothing slot by slot. Before, the slot pools' maintenance threads
+ * told the DataNode every slot the cache closed (a closing client with 2,048 replicas: 16 batched
+ * releases of 128 on the shim's workers, or 2,048 op-88 requests to a stock DataNode) while it
+ * served other clients' opens; returning a segment makes the DataNode drop all its slots anyway, as
+ * a stock DataNode does when a segment's socket closes.
  */
 class EngineCloseModeBTest {
   private static final int BLOCK = 4096;

@@ -23,9 +23,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Op-127 fuzz (issue 15): seeded random and mutated BATCH_RELEASE / BATCH_FDS / HELLO bodies. The
- * service never throws, every reply stays small (a batch cannot make the DataNode build a large
- * reply), a batch passes at most 252 fds, and once the replies are dropped (the client gone) no fd,
+ * Op-127 fuzz: seeded random and mutated BATCH_RELEASE / BATCH_FDS / HELLO bodies. The service
+ * never throws, every reply stays small (a batch cannot make the DataNode build a large reply), a
+ * batch passes at most 252 fds, and once the replies are dropped (the client gone) no fd,
  * reservation or client count is left. Reproduce a failure with {@code -Dscr.fuzz.seed=<seed>}.
  */
 class ExtensionFuzzTest {

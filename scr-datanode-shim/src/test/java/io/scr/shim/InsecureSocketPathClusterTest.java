@@ -20,10 +20,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 15 finding 7: the socket path check runs end to end in a DataNode. A shim whose socket
- * directory anyone can write does not start (its failure names the key and the directory), binds
- * nothing, and the DataNode keeps running. The shared temporary directory above is trusted the
- * test-only way (its components are not judged); the socket's own directory is.
+ * The socket path check runs end to end in a DataNode. A shim whose socket directory anyone can
+ * write does not start (its failure names the key and the directory), binds nothing, and the
+ * DataNode keeps running. The shared temporary directory above is trusted the test-only way (its
+ * components are not judged); the socket's own directory is.
  */
 class InsecureSocketPathClusterTest {
   private static final Path TRUSTED = trustedParent();

@@ -15,9 +15,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 9: a segment removed (its connection closed) while a slot in it is being
- * registered must leave nothing behind in the block index; a stale entry would keep the closed
- * segment reachable and be walked by every scan.
+ * A segment removed (its connection closed) while a slot in it is being registered must leave
+ * nothing behind in the block index; a stale entry would keep the closed segment reachable and be
+ * walked by every scan.
  */
 class RegisterRemoveRaceTest {
   @Test

@@ -32,9 +32,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 15 finding 5: block tokens are checked exactly as stock's {@code DataXceiver.checkAccess}
- * checks them, and enforced when the NameNode's exported keys say so, whatever the DataNode's own
- * {@code dfs.block.access.token.enable}.
+ * Block tokens are checked exactly as stock's {@code DataXceiver.checkAccess} checks them, and
+ * enforced when the NameNode's exported keys say so, whatever the DataNode's own {@code
+ * dfs.block.access.token.enable}.
  */
 class ShimBlockTokenTest {
   private static final String BPID = "BP-7";

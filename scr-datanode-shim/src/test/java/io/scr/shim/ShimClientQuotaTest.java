@@ -31,9 +31,9 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 2: quotas follow the user (a fork does not get fresh ones), the shim as a whole
- * has a connection cap refused at accept, and a request must arrive in full within a deadline (a
- * client dribbling one byte at a time cannot keep a partial frame alive).
+ * Quotas follow the user (a fork does not get fresh ones), the shim as a whole has a connection cap
+ * refused at accept, and a request must arrive in full within a deadline (a client dribbling one
+ * byte at a time cannot keep a partial frame alive).
  */
 class ShimClientQuotaTest {
   private static final int MAX = Integer.MAX_VALUE;

@@ -34,10 +34,9 @@ import org.apache.hadoop.security.token.Token;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 4: an {@code Error} while serving a request (an OutOfMemoryError, an
- * InternalError from a faulting mapping, a LinkageError) ends that request, never the connection's
- * ability to make progress, and a forged block token cannot make the DataNode allocate what its
- * length prefixes claim.
+ * An {@code Error} while serving a request (an OutOfMemoryError, an InternalError from a faulting
+ * mapping, a LinkageError) ends that request, never the connection's ability to make progress, and
+ * a forged block token cannot make the DataNode allocate what its length prefixes claim.
  */
 class ShimErrorContainmentTest {
   private static final int MAX = Integer.MAX_VALUE;

@@ -33,9 +33,9 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 6: who a client is must not fail open. A connection whose credentials cannot be
- * read is refused; peers whose pid is not visible (pid 0, another pid namespace) are counted per
- * uid, not all under one shared key; segment ids cannot be computed from earlier ones.
+ * Who a client is must not fail open. A connection whose credentials cannot be read is refused;
+ * peers whose pid is not visible (pid 0, another pid namespace) are counted per uid, not all under
+ * one shared key; segment ids cannot be computed from earlier ones.
  */
 class ShimPeerIdentityTest {
   private static final int MAX = Integer.MAX_VALUE;

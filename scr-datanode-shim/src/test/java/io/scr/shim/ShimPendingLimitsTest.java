@@ -27,10 +27,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 15 finding 1: fds opened for replies a client has not read are capped per client process,
- * per user and shim-wide, so a client that stops reading cannot pin the DataNode's fds (every
- * reply's fds stay open until it is read or the write deadline); other clients keep being served,
- * and every reservation comes back when the fds are handed over or closed.
+ * Fds opened for replies a client has not read are capped per client process, per user and
+ * shim-wide, so a client that stops reading cannot pin the DataNode's fds (every reply's fds stay
+ * open until it is read or the write deadline); other clients keep being served, and every
+ * reservation comes back when the fds are handed over or closed.
  */
 class ShimPendingLimitsTest {
   private static final int MAX = Integer.MAX_VALUE;

@@ -24,10 +24,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 16, cheaper opens: the worker that opened a replica sends the op-87 reply and its fds
- * itself, so the client is answered without waiting for the connection's event loop to take the
- * reply back (the second hand-off of every request), and the shim times each phase of the request
- * ({@code phase.request_fds.*} in its counters).
+ * The worker that opened a replica sends the op-87 reply and its fds itself, so the client is
+ * answered without waiting for the connection's event loop to take the reply back (the second
+ * hand-off of every request), and the shim times each phase of the request ({@code
+ * phase.request_fds.*} in its counters).
  */
 class ShimReplyFromWorkerTest {
   private static final ExtendedBlock BLOCK = new ExtendedBlock("BP-16", 1073741900L, 4, 1001);
@@ -185,10 +185,10 @@ class ShimReplyFromWorkerTest {
   }
 
   /**
-   * Issue 16, session 10: a segment request (op 89) touches memory only (a memfd) and is served on
-   * the event loop that decoded it, so it is answered while the only worker is held by an fd
-   * request. Through the workers it waited behind it (0.5-1.2 ms at the median in
-   * ReplicaOpenBenchmark, where every new client's first reads wait for their first segment).
+   * A segment request (op 89) touches memory only (a memfd) and is served on the event loop that
+   * decoded it, so it is answered while the only worker is held by an fd request. Through the
+   * workers it waited behind it (0.5-1.2 ms at the median in ReplicaOpenBenchmark, where every new
+   * client's first reads wait for their first segment).
    */
   @Test
   void aSegmentRequestIsAnsweredWhileEveryWorkerIsBusy() throws Exception {

@@ -27,9 +27,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 15 finding 1: a client that stops reading cannot keep its pending reply (and the
- * connection, its fds and slots) forever, and one op-127 BATCH_RELEASE frame cannot make a reply of
- * hundreds of kilobytes.
+ * A client that stops reading cannot keep its pending reply (and the connection, its fds and slots)
+ * forever, and one op-127 BATCH_RELEASE frame cannot make a reply of hundreds of kilobytes.
  */
 class ShimWriteDeadlineTest {
   private static final int MAX = Integer.MAX_VALUE;

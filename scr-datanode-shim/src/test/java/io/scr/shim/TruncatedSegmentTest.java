@@ -24,10 +24,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 15 finding 3: a segment in the fallback directory (memfd unavailable or {@code
- * scr.shim.shm.memfd=false}) cannot be sealed, so the client that receives its fd can truncate it;
- * a write to a truncated mapping raises SIGBUS. The shim must neither fault nor stop serving the
- * other clients, and touches only registered slots when it drops a segment, as stock does.
+ * A segment in the fallback directory (memfd unavailable or {@code scr.shim.shm.memfd=false})
+ * cannot be sealed, so the client that receives its fd can truncate it; a write to a truncated
+ * mapping raises SIGBUS. The shim must neither fault nor stop serving the other clients, and
+ * touches only registered slots when it drops a segment, as stock does.
  */
 class TruncatedSegmentTest {
   private static final int MAX = Integer.MAX_VALUE;

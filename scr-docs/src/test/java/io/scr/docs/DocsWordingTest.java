@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The user documentation ({@code docs/}, the README) and the main code of every module speak of the
- * product only, and configuration keys are tabulated in one place.
+ * The user documentation ({@code docs/}, the README), the code and tests of every module, the poms
+ * and the CI scripts speak of the product only, and configuration keys are tabulated in one place.
  *
  * <p>Two rules, each reported with file:line so the fix is one edit away:
  *
@@ -82,13 +82,43 @@ class DocsWordingTest {
 
   /** Every text file under a module's src/main: code comments, resources, scripts. */
   private static List<Path> mainSources() throws IOException {
+    return moduleFiles("main");
+  }
+
+  /**
+   * What a maintainer reads beside the main code: every module's src/test and pom, and the CI
+   * scripts. This class is left out: its samples are the words it looks for.
+   */
+  private static List<Path> buildAndTestSources() throws IOException {
+    Path root = docsDir().getParent();
+    List<Path> files = moduleFiles("test");
+    files.removeIf(p -> p.getFileName().toString().equals("DocsWordingTest.java"));
+    files.add(root.resolve("pom.xml"));
+    try (Stream<Path> modules = Files.list(root)) {
+      modules
+          .map(m -> m.resolve("pom.xml"))
+          .filter(Files::isRegularFile)
+          .sorted()
+          .forEach(files::add);
+    }
+    Path ci = root.resolve(".ci");
+    if (Files.isDirectory(ci)) {
+      try (Stream<Path> s = Files.walk(ci)) {
+        s.filter(Files::isRegularFile).sorted().forEach(files::add);
+      }
+    }
+    return files;
+  }
+
+  /** Every regular file under {@code <module>/src/<part>} of every module. */
+  private static List<Path> moduleFiles(String part) throws IOException {
     Path root = docsDir().getParent();
     List<Path> files = new ArrayList<>();
     try (Stream<Path> modules = Files.list(root)) {
       for (Path module : modules.sorted().collect(Collectors.toList())) {
-        Path main = module.resolve("src").resolve("main");
-        if (Files.isRegularFile(module.resolve("pom.xml")) && Files.isDirectory(main)) {
-          try (Stream<Path> s = Files.walk(main)) {
+        Path dir = module.resolve("src").resolve(part);
+        if (Files.isRegularFile(module.resolve("pom.xml")) && Files.isDirectory(dir)) {
+          try (Stream<Path> s = Files.walk(dir)) {
             s.filter(Files::isRegularFile).sorted().forEach(files::add);
           }
         }
@@ -167,6 +197,16 @@ class DocsWordingTest {
         List.of(),
         workWords(root, mainSources()),
         "words about how the work was organised in src/main: give the reason itself");
+  }
+
+  @Test
+  void testsAndBuildSpeakOfTheProductOnly() throws IOException {
+    Path root = docsDir().getParent();
+    assertEquals(
+        List.of(),
+        workWords(root, buildAndTestSources()),
+        "words about how the work was organised in a test, a pom or a CI script: name the"
+            + " behaviour the test checks, not the work item it came from");
   }
 
   @Test

@@ -26,10 +26,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
 /**
- * scr as deployed (issue 17): one NameNode and two DataNodes — stock with libhadoop (mode A) and
- * the scr shim without libhadoop (modes B and C) — each a JVM of its own run as the DataNode user,
- * clients as JVMs run as the client user, configured only by their own hdfs-site.xml with the keys
- * of docs/user-guide.md and the jars it deploys ({@link DeployedHdfs}).
+ * scr as deployed: one NameNode and two DataNodes — stock with libhadoop (mode A) and the scr shim
+ * without libhadoop (modes B and C) — each a JVM of its own run as the DataNode user, clients as
+ * JVMs run as the client user, configured only by their own hdfs-site.xml with the keys of
+ * docs/user-guide.md and the jars it deploys ({@link DeployedHdfs}).
  *
  * <p>Every read proves short-circuit twice, from both ends: the client's stream counts every byte
  * short-circuit ({@code ReadStatistics}), and the DataNode's own TCP {@code BytesRead} (its JMX

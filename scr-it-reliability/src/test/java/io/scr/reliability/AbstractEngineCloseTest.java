@@ -30,12 +30,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Issue 14's engine-close event, run once per deployment mode by a subclass and for both
- * integration points: a file system read short-circuit by several threads, then closed while those
- * threads live on (as an application's thread pool does). Everything the scr engine took must be
- * back: its threads, its fds into the cluster (block, meta, sockets, segments), its mappings of
- * meta files and segments, and its direct memory, including what each reading thread's
- * thread-locals held (a spare lease, the reader's scratch buffers: about 80 KiB per thread).
+ * The engine-close event, run once per deployment mode by a subclass and for both integration
+ * points: a file system read short-circuit by several threads, then closed while those threads live
+ * on (as an application's thread pool does). Everything the scr engine took must be back: its
+ * threads, its fds into the cluster (block, meta, sockets, segments), its mappings of meta files
+ * and segments, and its direct memory, including what each reading thread's thread-locals held (a
+ * spare lease, the reader's scratch buffers: about 80 KiB per thread).
  */
 abstract class AbstractEngineCloseTest {
   static final int BLOCK = 128 * 1024;

@@ -53,11 +53,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
 /**
- * Issue 9's fault scenarios against one two-DataNode cluster (replication 2, block tokens on), run
- * once per deployment mode by a subclass. Every scenario asserts the written bytes or a typed
- * error, and that the client engine's threads and its fds into the cluster's files are gone after
- * its file system closes. DataNode idle connections time out after {@link #DN_IDLE_TIMEOUT_MS}, so
- * pooled sockets go stale in every scenario (scenario 6 checks it directly).
+ * The fault scenarios against one two-DataNode cluster (replication 2, block tokens on), run once
+ * per deployment mode by a subclass. Every scenario asserts the written bytes or a typed error, and
+ * that the client engine's threads and its fds into the cluster's files are gone after its file
+ * system closes. DataNode idle connections time out after {@link #DN_IDLE_TIMEOUT_MS}, so pooled
+ * sockets go stale in every scenario (scenario 6 checks it directly).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 abstract class AbstractFaultTest {

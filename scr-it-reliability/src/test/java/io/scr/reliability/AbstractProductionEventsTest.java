@@ -38,7 +38,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Issue 14's production events, the ones a cluster has every day, run once per deployment mode by a
+ * The production events, the ones a cluster has every day, run once per deployment mode by a
  * subclass and for both integration points ({@link IntegrationPoint}): a DataNode rolling restart
  * under a stream HBase keeps open, handler threads interrupted while they read, and reads of blocks
  * the local DataNode does not hold. Each test asserts on the object the user holds: the stream's
@@ -54,7 +54,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 abstract class AbstractProductionEventsTest {
   static final int BLOCK = 128 * 1024;
 
-  /** How soon after a restarted DataNode is back its stream must short-circuit again (issue 14). */
+  /** How soon after a restarted DataNode is back its stream must short-circuit again. */
   static final Duration RESUME_BOUND = Duration.ofSeconds(5);
 
   static {

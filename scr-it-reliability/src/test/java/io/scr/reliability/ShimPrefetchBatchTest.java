@@ -22,8 +22,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Mode B: prefetch on open asks the scr shim for all of a file's blocks in one op-127 BATCH_FDS
- * exchange (issue 16: "one batched exchange where the peer supports the shim's batched fd
- * request"), counted by the shim itself, and the replicas it opened serve the first reads.
+ * exchange, counted by the shim itself, and the replicas it opened serve the first reads.
  */
 class ShimPrefetchBatchTest {
   static final int BLOCK = 64 * 1024;

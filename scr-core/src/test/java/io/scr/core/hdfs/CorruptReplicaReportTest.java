@@ -31,12 +31,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 9 scenario 3 in mode A: two stock DataNodes on one host, replication 2, so each block has a
- * replica on both and both are short-circuit candidates. One replica's block file is corrupted on
- * disk; a read through {@link ScrFileSystem} must return the right bytes (from the other replica)
- * and the NameNode must list exactly the corrupt replica, after that one read — never the good one,
- * which is what reporting "the DataNode the table chose" gets wrong when the replica cache hands
- * out another DataNode's replica of the same block.
+ * A corrupt local replica in mode A: two stock DataNodes on one host, replication 2, so each block
+ * has a replica on both and both are short-circuit candidates. One replica's block file is
+ * corrupted on disk; a read through {@link ScrFileSystem} must return the right bytes (from the
+ * other replica) and the NameNode must list exactly the corrupt replica, after that one read —
+ * never the good one, which is what reporting "the DataNode the table chose" gets wrong when the
+ * replica cache hands out another DataNode's replica of the same block.
  *
  * <p>The NameNode orders two equally close locations randomly, so each test asks the stream which
  * DataNode it chose and corrupts accordingly; the engine's cache is warmed with the <em>other</em>

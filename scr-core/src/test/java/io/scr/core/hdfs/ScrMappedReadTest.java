@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 16, deliverable 4 through the user's {@code ScrFileSystem}: with {@code
+ * Mapped reads through the user's {@code ScrFileSystem}: with {@code
  * scr.client.read.mapped.enabled} positional and stateful reads return the file's bytes, with
  * verification on and off, served from mappings of the block files (which the process then maps); a
  * corrupted block is a checksum failure on the short-circuit path, as without it; with the key off

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 16, deliverable 3, what only scr's zero-copy reads promise (stock's semantics are {@code
+ * What only scr's zero-copy reads promise (stock's semantics are {@code
  * AbstractZeroCopyConformanceTest}'s): a buffer holds its replica until released; the mapping
  * budget bounds the mapped block files and a read beyond it copies, counted; a block file truncated
  * under its mapping is refused and read another way, never faulting the process; buffers the caller

@@ -17,10 +17,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 14: {@code scr.client.slot-pool.low-watermark = 0} (keep no slots ready) fetches the first
- * segment on demand. Before, the first fd request waited for a "first segment" that nobody was
- * fetching, for the whole exchange timeout (connect + read timeout: 6 s by default), before it
- * asked the pool at all.
+ * {@code scr.client.slot-pool.low-watermark = 0} (keep no slots ready) fetches the first segment on
+ * demand. Before, the first fd request waited for a "first segment" that nobody was fetching, for
+ * the whole exchange timeout (connect + read timeout: 6 s by default), before it asked the pool at
+ * all.
  */
 class SlotPoolOnDemandStockScrTest {
   static {

@@ -78,7 +78,7 @@ class PathBackoffTest {
   /**
    * A DataNode down for a rolling restart meets doubled backoffs; once it binds its socket again (a
    * new socket file) every backoff of the path ends within one probe interval, so the stream that
-   * was open across the restart short-circuits again at once (issue 14).
+   * was open across the restart short-circuits again at once.
    */
   @Test
   void aSocketFileBoundAgainEndsEveryBackoffOfItsPath(@TempDir Path dir) throws Exception {

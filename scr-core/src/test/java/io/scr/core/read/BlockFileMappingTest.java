@@ -23,11 +23,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 16, deliverable 3: the block-file mapping zero-copy reads lend slices of. It is charged to
- * a budget and given back once; a truncated block file is refused with an {@code EOFException}
- * rather than lent; a fault on a slice lent before the truncation is a catchable {@code
- * InternalError} in the reading thread, not a crash; and a slice still held after the replica
- * closed reads zeros.
+ * The block-file mapping zero-copy reads lend slices of. It is charged to a budget and given back
+ * once; a truncated block file is refused with an {@code EOFException} rather than lent; a fault on
+ * a slice lent before the truncation is a catchable {@code InternalError} in the reading thread,
+ * not a crash; and a slice still held after the replica closed reads zeros.
  */
 class BlockFileMappingTest {
   private static final int LENGTH = 5 * 4096 + 100;

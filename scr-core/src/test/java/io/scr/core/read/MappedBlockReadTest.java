@@ -22,11 +22,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Mapped reads (issue 16, deliverable 4) against the {@code pread} reader on the same replica
- * files: the same bytes for random ranges into arrays, heap and direct buffers, with verification
- * on and off; a corrupted chunk is the same {@link ChecksumException}; a hot replica is read from
- * its mapping without its data channel (no {@code pread}); a full budget is a counted {@code
- * pread}.
+ * Mapped reads against the {@code pread} reader on the same replica files: the same bytes for
+ * random ranges into arrays, heap and direct buffers, with verification on and off; a corrupted
+ * chunk is the same {@link ChecksumException}; a hot replica is read from its mapping without its
+ * data channel (no {@code pread}); a full budget is a counted {@code pread}.
  */
 class MappedBlockReadTest {
   private static final int BPC = 512;

@@ -21,7 +21,7 @@ import org.apache.hadoop.fs.ChecksumException;
 import org.junit.jupiter.api.Test;
 
 /**
- * Where a replica keeps its checksums (issue 16, cheaper opens): a meta file of at most {@link
+ * Where a replica keeps its checksums: a meta file of at most {@link
  * ReplicaFiles#HEAP_SUMS_MAX_BYTES} is copied into the heap at open (no mapping, no fd), a larger
  * one mapped; both verify reads, and only a mapping counts against the process's mappings.
  */

@@ -24,10 +24,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Issue 14, items 2 and 4: what a reader can reach is never closed or unmapped under it. An
- * interrupt of one reader does not close the channel every lease of the replica shares, and a
- * closed replica's checksum mapping reads as zeros (no crash) while its meta file is no longer
- * mapped.
+ * What a reader can reach is never closed or unmapped under it. An interrupt of one reader does not
+ * close the channel every lease of the replica shares, and a closed replica's checksum mapping
+ * reads as zeros (no crash) while its meta file is no longer mapped.
  */
 class ReplicaFilesSafetyTest {
   private static final int BPC = 512;

@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 14, the closed gate: once {@link ReplicaManager#close()} has begun, nothing creates an
- * endpoint (and with it slot-pool threads, segments or sockets), and a load counts as {@link
+ * The closed gate: once {@link ReplicaManager#close()} has begun, nothing creates an endpoint (and
+ * with it slot-pool threads, segments or sockets), and a load counts as {@link
  * FallbackReason#CLOSED}.
  */
 class ReplicaManagerCloseTest {

@@ -38,11 +38,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Issue 14, cause 4, against a real stock DataNode (mode A): the DataNode drops a segment after it
- * granted it and before the slot pool adopted it. The endpoint watches the segment's connection
- * from the moment it is fetched, so the drop is reported while the segment is still in flight;
- * before the fix the report found no pool entry and was lost, the dead segment became allocatable,
- * and the DataNode refused every fd request that carried one of its slots.
+ * Against a real stock DataNode (mode A): the DataNode drops a segment after it granted it and
+ * before the slot pool adopted it. The endpoint watches the segment's connection from the moment it
+ * is fetched, so the drop is reported while the segment is still in flight; before the fix the
+ * report found no pool entry and was lost, the dead segment became allocatable, and the DataNode
+ * refused every fd request that carried one of its slots.
  */
 class SegmentDropRaceStockScrTest {
   static {

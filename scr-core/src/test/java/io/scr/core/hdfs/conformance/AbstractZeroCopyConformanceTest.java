@@ -29,13 +29,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Issue 16, deliverable 3: zero-copy reads ({@code HasEnhancedByteBufferAccess}) behave as stock's
- * do. The cases of Hadoop's {@code TestEnhancedByteBufferAccess} that apply to a client (not those
- * on the stock cache's internals, nor a 2 GiB block), with the same expectations for every {@link
- * ReadPath}: a zero-copy read within a block, reads that stop at the block's end, checksums skipped
- * or no zero copy, the copying fallback through the caller's pool, end of file, release, and the
- * read statistics. Concrete classes pick the cluster and the paths (stock's own with libhadoop is
- * the reference).
+ * Zero-copy reads ({@code HasEnhancedByteBufferAccess}) behave as stock's do. The cases of Hadoop's
+ * {@code TestEnhancedByteBufferAccess} that apply to a client (not those on the stock cache's
+ * internals, nor a 2 GiB block), with the same expectations for every {@link ReadPath}: a zero-copy
+ * read within a block, reads that stop at the block's end, checksums skipped or no zero copy, the
+ * copying fallback through the caller's pool, end of file, release, and the read statistics.
+ * Concrete classes pick the cluster and the paths (stock's own with libhadoop is the reference).
  *
  * <p>On the {@code SCR_FILESYSTEM} path stock short-circuit is off, so a zero-copy byte counted
  * there can only be scr's.

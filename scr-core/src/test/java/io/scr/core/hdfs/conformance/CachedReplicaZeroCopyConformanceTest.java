@@ -35,7 +35,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Issue 16, deliverable 3, the anchored case (stock: {@code TestEnhancedByteBufferAccess
+ * Zero-copy reads, the anchored case (stock: {@code TestEnhancedByteBufferAccess
  * #testZeroCopyReadOfCachedData}): once the DataNode caches a block (HDFS centralized caching), its
  * slot is ANCHORABLE, and a zero-copy read <em>without</em> {@code SKIP_CHECKSUMS} and without a
  * pool returns a mapping instead of throwing, because a cached replica was verified when it was
