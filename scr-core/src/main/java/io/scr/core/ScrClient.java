@@ -146,6 +146,7 @@ public final class ScrClient implements Closeable, EngineState {
             .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf))
             .staleThresholdMs(ScrKeys.replicaStaleThresholdMs(conf))
             .shmEnabled(ScrKeys.SHM_ENABLED.get(conf))
+            .outliveDataNode(ScrKeys.REPLICA_OUTLIVE_DATANODE.get(conf))
             .extensionsEnabled(ScrKeys.EXTENSIONS_ENABLED.get(conf))
             .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf))
             .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf))
@@ -437,6 +438,15 @@ public final class ScrClient implements Closeable, EngineState {
   @Override
   public AbsentReplicas absentReplicas() {
     return replicas.absentReplicas();
+  }
+
+  /**
+   * Open replicas read now although their DataNode went away, until a DataNode back on their socket
+   * vouches for them again ({@link ScrKeys#REPLICA_OUTLIVE_DATANODE}).
+   */
+  @Override
+  public int orphanedReplicas() {
+    return replicas.orphanedReplicas();
   }
 
   /**

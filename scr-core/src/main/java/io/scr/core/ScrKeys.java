@@ -238,6 +238,19 @@ public final class ScrKeys {
               + " Unset: dfs.client.read.short.circuit.replica.stale.threshold.ms if set,"
               + " else 300000. Replicas with a slot go stale when the DataNode clears the slot.");
 
+  /** Open replicas keep reading while their DataNode process is away. */
+  public static final ScrKey<Boolean> REPLICA_OUTLIVE_DATANODE =
+      scr(
+          "scr.replica.outlive.datanode",
+          Boolean.class,
+          true,
+          "Open finalized replicas keep reading short-circuit from their fds (checksums verified)"
+              + " while their DataNode process is dead or restarting, for at most"
+              + " scr.replica.stale.threshold.ms, and are re-validated (same files, new slot) when a"
+              + " DataNode is back on the socket. A replica the DataNode invalidated first is never"
+              + " read on. false: every open replica is dropped when its DataNode's shared memory"
+              + " goes (see docs/reliability.md).");
+
   /** Shared memory switch. */
   public static final ScrKey<Boolean> SHM_ENABLED =
       scr(

@@ -55,6 +55,11 @@ public final class ClientCounters {
   private final LongAdder prefetched = new LongAdder();
   private final LongAdder prefetchSkipped = new LongAdder();
   private final LongAdder prefetchHits = new LongAdder();
+  private final LongAdder replicasOrphaned = new LongAdder();
+  private final LongAdder replicasRevalidated = new LongAdder();
+  private final LongAdder orphansDropped = new LongAdder();
+  private final LongAdder orphanedReads = new LongAdder();
+  private final LongAdder orphanedBytes = new LongAdder();
 
   /** Empty counters. */
   public ClientCounters() {
@@ -106,6 +111,52 @@ public final class ClientCounters {
   public void recordBatchedReleases(int requests, int slots) {
     batchedReleaseRequests.add(requests);
     batchedReleaseSlots.add(slots);
+  }
+
+  /** Records {@code replicas} open replicas that went on reading after their DataNode went away. */
+  public void recordOrphaned(int replicas) {
+    replicasOrphaned.add(replicas);
+  }
+
+  /** Records one orphaned replica a DataNode back on its socket vouched for again. */
+  public void recordRevalidated() {
+    replicasRevalidated.increment();
+  }
+
+  /** Records one orphaned replica dropped: its files changed, it is gone, or it aged out. */
+  public void recordOrphanDropped() {
+    orphansDropped.increment();
+  }
+
+  /** Records one read call of an orphaned replica that returned {@code bytes} bytes. */
+  public void recordOrphanedRead(int bytes) {
+    orphanedReads.increment();
+    orphanedBytes.add(bytes);
+  }
+
+  /** Open replicas orphaned since start (their DataNode went away while they were open). */
+  public long replicasOrphaned() {
+    return replicasOrphaned.sum();
+  }
+
+  /** Orphaned replicas re-validated by a DataNode back on their socket. */
+  public long replicasRevalidated() {
+    return replicasRevalidated.sum();
+  }
+
+  /** Orphaned replicas dropped (files changed, replica gone, aged out). */
+  public long orphansDropped() {
+    return orphansDropped.sum();
+  }
+
+  /** Short-circuit read calls served by orphaned replicas. */
+  public long orphanedReads() {
+    return orphanedReads.sum();
+  }
+
+  /** Bytes read short-circuit from orphaned replicas. */
+  public long orphanedBytes() {
+    return orphanedBytes.sum();
   }
 
   /** Records a reader's first lease of a replica a prefetch on open opened. */

@@ -177,6 +177,38 @@ public enum ClientMetric {
       Kind.COUNTER,
       "requests",
       "Fd requests not sent because that DataNode refused the block as absent recently"),
+  // ---- open replicas outliving their DataNode (scr.replica.outlive.datanode) ----
+  REPLICAS_ORPHANED(
+      "ReplicasOrphaned",
+      Kind.COUNTER,
+      "replicas",
+      "Open replicas that went on reading short-circuit after their DataNode process went away"
+          + " (its segment closed with their slots still valid, or torn down whole)"),
+  ORPHANED_REPLICAS(
+      "OrphanedReplicas",
+      Kind.GAUGE,
+      "replicas",
+      "Open replicas read now without a DataNode vouching for them (0 when every local DataNode is"
+          + " up)"),
+  ORPHANED_READS(
+      "OrphanedReads",
+      Kind.COUNTER,
+      "reads",
+      "Short-circuit read calls served by orphaned replicas (checksums verified)"),
+  ORPHANED_BYTES(
+      "OrphanedBytes", Kind.COUNTER, "bytes", "Bytes read short-circuit from orphaned replicas"),
+  REPLICAS_REVALIDATED(
+      "ReplicasRevalidated",
+      Kind.COUNTER,
+      "replicas",
+      "Orphaned replicas a DataNode back on their socket vouched for again (same files, new slot):"
+          + " kept open instead of reopened"),
+  ORPHANS_DROPPED(
+      "OrphansDropped",
+      Kind.COUNTER,
+      "replicas",
+      "Orphaned replicas dropped: the DataNode back passed other files, holds no such replica, or"
+          + " none came back within scr.replica.stale.threshold.ms"),
   // ---- protocol extensions ----
   EXTENSION_PROBES(
       "ExtensionProbes",

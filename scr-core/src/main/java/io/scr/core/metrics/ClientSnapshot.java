@@ -44,6 +44,12 @@ public final class ClientSnapshot {
   final long extensionFailures;
   final long absentReplicasRemembered;
   final long absentReplicaRequestsAvoided;
+  final long replicasOrphaned;
+  final long replicasRevalidated;
+  final long orphansDropped;
+  final long orphanedReads;
+  final long orphanedBytes;
+  final int orphanedReplicas;
   final ClientCounters.Latency replicaOpen;
   final EnumMap<ClientCounters.OpenPhase, ClientCounters.Latency> openPhases;
   final long processOpenFds;
@@ -87,6 +93,12 @@ public final class ClientSnapshot {
     this.extensionFailures = b.extensionFailures;
     this.absentReplicasRemembered = b.absentReplicasRemembered;
     this.absentReplicaRequestsAvoided = b.absentReplicaRequestsAvoided;
+    this.replicasOrphaned = b.replicasOrphaned;
+    this.replicasRevalidated = b.replicasRevalidated;
+    this.orphansDropped = b.orphansDropped;
+    this.orphanedReads = b.orphanedReads;
+    this.orphanedBytes = b.orphanedBytes;
+    this.orphanedReplicas = b.orphanedReplicas;
     this.replicaOpen = b.replicaOpen;
     this.openPhases = new EnumMap<>(b.openPhases);
     this.processOpenFds = b.processOpenFds;
@@ -216,6 +228,36 @@ public final class ClientSnapshot {
     return absentReplicasRemembered;
   }
 
+  /** Open replicas that went on reading after their DataNode went away, since start. */
+  public long replicasOrphaned() {
+    return replicasOrphaned;
+  }
+
+  /** Orphaned replicas a DataNode back on their socket vouched for again (new slot, same files). */
+  public long replicasRevalidated() {
+    return replicasRevalidated;
+  }
+
+  /** Orphaned replicas dropped: files changed, replica gone, or aged out. */
+  public long orphansDropped() {
+    return orphansDropped;
+  }
+
+  /** Short-circuit read calls served by orphaned replicas. */
+  public long orphanedReads() {
+    return orphanedReads;
+  }
+
+  /** Bytes read short-circuit from orphaned replicas. */
+  public long orphanedBytes() {
+    return orphanedBytes;
+  }
+
+  /** Open replicas orphaned now. */
+  public int orphanedReplicas() {
+    return orphanedReplicas;
+  }
+
   /** Fd requests not sent because the DataNode had refused that block as absent recently. */
   public long absentReplicaRequestsAvoided() {
     return absentReplicaRequestsAvoided;
@@ -340,6 +382,12 @@ public final class ClientSnapshot {
     long extensionFailures;
     long absentReplicasRemembered;
     long absentReplicaRequestsAvoided;
+    long replicasOrphaned;
+    long replicasRevalidated;
+    long orphansDropped;
+    long orphanedReads;
+    long orphanedBytes;
+    int orphanedReplicas;
     ClientCounters.Latency replicaOpen = new ClientCounters.Latency(0, 0, 0, 0);
     EnumMap<ClientCounters.OpenPhase, ClientCounters.Latency> openPhases =
         new EnumMap<>(ClientCounters.OpenPhase.class);

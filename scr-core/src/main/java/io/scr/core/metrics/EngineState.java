@@ -40,4 +40,7 @@ public interface EngineState {
 
   /** The memory of replicas local DataNodes refused as absent. */
   AbsentReplicas absentReplicas();
+
+  /** Open replicas read now although their DataNode went away (orphaned). */
+  int orphanedReplicas();
 }

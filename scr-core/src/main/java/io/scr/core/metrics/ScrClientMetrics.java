@@ -150,6 +150,12 @@ public final class ScrClientMetrics implements MetricsSource {
     b.extensionFailures = client.extensions().extensionFailureCount();
     b.absentReplicasRemembered = client.absentReplicas().rememberedCount();
     b.absentReplicaRequestsAvoided = client.absentReplicas().avoidedCount();
+    b.replicasOrphaned = counters.replicasOrphaned();
+    b.replicasRevalidated = counters.replicasRevalidated();
+    b.orphansDropped = counters.orphansDropped();
+    b.orphanedReads = counters.orphanedReads();
+    b.orphanedBytes = counters.orphanedBytes();
+    b.orphanedReplicas = client.orphanedReplicas();
     b.replicaOpen = counters.replicaOpenLatency();
     for (ClientCounters.OpenPhase phase : ClientCounters.OpenPhase.values()) {
       b.openPhases.put(phase, counters.openPhaseLatency(phase));
@@ -222,6 +228,12 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);
     counter(rb, ClientMetric.ABSENT_REPLICAS_REMEMBERED, s.absentReplicasRemembered);
     counter(rb, ClientMetric.ABSENT_REPLICA_REQUESTS_AVOIDED, s.absentReplicaRequestsAvoided);
+    counter(rb, ClientMetric.REPLICAS_ORPHANED, s.replicasOrphaned);
+    counter(rb, ClientMetric.REPLICAS_REVALIDATED, s.replicasRevalidated);
+    counter(rb, ClientMetric.ORPHANS_DROPPED, s.orphansDropped);
+    counter(rb, ClientMetric.ORPHANED_READS, s.orphanedReads);
+    counter(rb, ClientMetric.ORPHANED_BYTES, s.orphanedBytes);
+    gauge(rb, ClientMetric.ORPHANED_REPLICAS, s.orphanedReplicas);
 
     counter(rb, ClientMetric.SOCKET_CONNECTS, s.socketConnects);
     counter(rb, ClientMetric.SOCKET_CONNECT_FAILURES, s.socketConnectFailures);

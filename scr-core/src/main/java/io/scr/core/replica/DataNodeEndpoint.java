@@ -8,6 +8,7 @@ import io.scr.core.net.PathBackoff;
 import io.scr.core.net.PeerExtensions;
 import io.scr.core.net.SegmentWatcher;
 import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.core.net.ShortCircuitRefusedException;
 import io.scr.shm.Segment;
 import io.scr.shm.SegmentSource;
 import io.scr.shm.ShmId;
@@ -75,6 +76,14 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
   private final ConcurrentHashMap<ShmId, DomainConnection> segments = new ConcurrentHashMap<>();
 
   /**
+   * The open replicas holding a slot of this DataNode (added when opened, removed when closed): who
+   * the segment watcher's report of a closed segment concerns ({@link OrphanedReplicas}).
+   */
+  private final java.util.Set<Replica> held = ConcurrentHashMap.newKeySet();
+
+  private final OrphanedReplicas orphans;
+
+  /**
    * How long the slot of a refused fd request stays out of the pool. The stock DataNode answers a
    * refusal first and only then, in its request's {@code finally}, unregisters the slot and clears
    * its VALID flag; a slot freed at once could be allocated and sent again (by another thread, on
@@ -123,7 +132,9 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       boolean shmEnabled,
       boolean poolFetchesAhead,
       Function<DataNodeEndpoint, SlotPool> slotPoolFactory,
-      io.scr.cache.Ticker ticker) {
+      io.scr.cache.Ticker ticker,
+      OrphanedReplicas orphans) {
+    this.orphans = orphans;
     this.ticker = ticker;
     this.path = path;
     this.pool = pool;
@@ -145,6 +156,21 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
 
   String path() {
     return path;
+  }
+
+  /** {@code replica}, holding a slot of this DataNode, is open (until {@link #unhold}). */
+  void hold(Replica replica) {
+    held.add(replica);
+  }
+
+  /** {@code replica} closed. */
+  void unhold(Replica replica) {
+    held.remove(replica);
+  }
+
+  /** The open replicas holding a slot of this DataNode (a live view). */
+  Iterable<Replica> heldReplicas() {
+    return held;
   }
 
   /** The slot pool, or null before the first allocation or without shared memory. */
@@ -317,8 +343,77 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     }
     if (p != null && segments.containsKey(id)) {
       LOG.debug("DataNode at {} dropped segment {}", path, id);
+      // Before the pool clears VALID: whether a slot was still VALID is what tells a DataNode that
+      // went away from one that invalidated the replica.
+      orphans.segmentLost(this, id);
       p.segmentDisconnected(id);
     }
+  }
+
+  /**
+   * Asks the DataNode on this socket to vouch for the orphaned {@code replica} again: op 87 for its
+   * block and generation stamp with a new slot, then the passed files' identities (device, inode)
+   * against the held ones. On {@link OrphanedReplicas.Revalidation#REVALIDATED} the replica has
+   * adopted the new slot; the passed fds are closed here in every case.
+   */
+  OrphanedReplicas.Revalidation revalidate(Replica replica) {
+    if (closed) {
+      return OrphanedReplicas.Revalidation.NOT_YET;
+    }
+    Slot held = replica.slot();
+    if (held != null && held.anchorCount() != 0) {
+      // A zero-copy read anchored the slot before its DataNode went away and still holds the
+      // anchor, which it gives back to the replica's slot: not swapped under it (the count of an
+      // invalid slot only goes down).
+      return OrphanedReplicas.Revalidation.NOT_YET;
+    }
+    Slot slot = allocateSlot(); // null while the path or its shared memory backs off
+    SlotPool slotPool = slots;
+    if (slot == null || slotPool == null) {
+      return OrphanedReplicas.Revalidation.NOT_YET;
+    }
+    FileDescriptor[] fds = new FileDescriptor[2];
+    try {
+      ShortCircuitExchanges.requestFds(
+          pool, path, replica.block(), replica.token(), slot.id(), fds);
+    } catch (ShortCircuitRefusedException e) {
+      releaseRefused(slot);
+      // Absent: not of this generation stamp, or not there at all. Anything else (not ready to
+      // serve the pool yet, a slot refused) may pass.
+      return e.replicaAbsent()
+          ? OrphanedReplicas.Revalidation.GONE
+          : OrphanedReplicas.Revalidation.NOT_YET;
+    } catch (org.apache.hadoop.security.token.SecretManager.InvalidToken e) {
+      // A DataNode that has not registered has no block keys yet; an expired token ages the
+      // orphan out.
+      releaseRefused(slot);
+      return OrphanedReplicas.Revalidation.NOT_YET;
+    } catch (IOException | RuntimeException e) {
+      ReplicaOpener.closeQuietly(fds);
+      slotPool.releaseUnregistered(slot);
+      LOG.debug("re-validating {} at {}: {}", replica, path, e.toString());
+      return OrphanedReplicas.Revalidation.NOT_YET;
+    }
+    boolean same;
+    try {
+      same =
+          FileIdentity.same(fds[0], replica.dataFd())
+              && FileIdentity.same(fds[1], replica.metaFd());
+    } finally {
+      ReplicaOpener.closeQuietly(fds);
+    }
+    if (!same) {
+      slotPool.release(slot); // registered by the grant
+      return OrphanedReplicas.Revalidation.CHANGED;
+    }
+    Slot old = replica.adoptSlot(slot);
+    if (old == null) {
+      slotPool.release(slot); // the replica closed meanwhile
+      return OrphanedReplicas.Revalidation.GONE;
+    }
+    SlotPool oldPool = slotPool; // one pool per endpoint: the dead segment's slot goes back to it
+    oldPool.release(old);
+    return OrphanedReplicas.Revalidation.REVALIDATED;
   }
 
   /** The connection segment {@code id} is tied to, or null (tests inject a DataNode's drop). */

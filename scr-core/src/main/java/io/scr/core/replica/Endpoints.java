@@ -32,6 +32,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class Endpoints {
   private static final AtomicInteger THREAD_IDS = new AtomicInteger();
 
+  /** The slot pools' longest pause between two segment fetches that failed. */
+  static final Duration MAX_FETCH_BACKOFF = Duration.ofSeconds(1);
+
   private final String name;
   private final DomainSocketPool pool;
   private final PeerExtensions extensions;
@@ -43,6 +46,7 @@ final class Endpoints {
   private final Duration slotWait;
   private final Ticker ticker;
   private final ConcurrentHashMap<String, DataNodeEndpoint> endpoints = new ConcurrentHashMap<>();
+  private final OrphanedReplicas orphans;
 
   private final Object watcherLock = new Object();
 
@@ -65,8 +69,22 @@ final class Endpoints {
       boolean shmEnabled,
       int slotLowWatermark,
       Duration slotWait,
-      Ticker ticker) {
+      Ticker ticker,
+      boolean outliveDataNode,
+      long staleAfterNanos) {
     this.name = name;
+    this.orphans =
+        new OrphanedReplicas(
+            name,
+            outliveDataNode,
+            ticker,
+            counters,
+            staleAfterNanos,
+            r -> {
+              Thread t = new Thread(r, "scr-orphans-" + name);
+              t.setDaemon(true);
+              return t;
+            });
     this.pool = pool;
     this.extensions = extensions;
     this.counters = counters;
@@ -131,7 +149,8 @@ final class Endpoints {
                 shmEnabled,
                 slotLowWatermark > 0,
                 this::newSlotPool,
-                ticker));
+                ticker,
+                orphans));
   }
 
   private SlotPool newSlotPool(DataNodeEndpoint endpoint) {
@@ -148,6 +167,10 @@ final class Endpoints {
         .settingNames(
             ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.name(), ScrKeys.SLOT_POOL_LOW_WATERMARK.name())
         .firstFetchOnBuild(true)
+        // Fetches while the path backs off cost no request (DataNodeEndpoint.fetch refuses them),
+        // so the pool may look often: a DataNode back on the socket gets its first segment (and
+        // orphaned replicas their new slots) within a second, not after the 10 s default.
+        .maxFetchBackoff(MAX_FETCH_BACKOFF)
         .ticker(ticker::read)
         .threadFactory(tf)
         .build();
@@ -172,6 +195,11 @@ final class Endpoints {
     }
   }
 
+  /** Open replicas read now without their DataNode vouching for them (a gauge). */
+  int orphanedReplicas() {
+    return orphans.orphanCount(endpoints.values());
+  }
+
   /** The slot pools' counters, one per DataNode path that has one. */
   List<io.scr.shm.SlotPoolStats> slotPoolStats() {
     List<io.scr.shm.SlotPoolStats> out = new ArrayList<>();
@@ -190,6 +218,8 @@ final class Endpoints {
    */
   void closeAll() {
     closing = true;
+    orphans.close(); // no re-validation against endpoints being closed
+
     for (DataNodeEndpoint e : endpoints.values()) {
       e.close();
     }

@@ -111,10 +111,25 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
               c.scratch());
       if (n > 0) {
         replica.counters().recordRead(n); // two LongAdder adds against the replica's socket path
+        if (replica.isOrphaned()) {
+          owner.countOrphanedRead(n);
+        }
       }
       return n;
     } catch (ChecksumException e) {
       replica.counters().recordChecksumFailure();
+      if (replica.isOrphaned()) {
+        // Nobody vouches for this replica now: it may have been appended to or truncated (new
+        // generation stamp, the last checksum rewritten) just before its DataNode went. Not a
+        // corruption to report; the replica is dropped and the read goes elsewhere.
+        replica.dropOrphan();
+        throw new IOException(
+            "checksum mismatch in "
+                + replica
+                + ", read while its DataNode was away: the replica is dropped, not reported as"
+                + " corrupt (it may have changed before the DataNode went)",
+            e);
+      }
       throw e;
     } finally {
       if (anchored) {

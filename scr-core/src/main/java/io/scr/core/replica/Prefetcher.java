@@ -278,7 +278,14 @@ final class Prefetcher {
         counters.recordOpenPhase(ClientCounters.OpenPhase.FILES, ticker.read() - t1);
         pending[i].complete(
             opener.newReplica(
-                socketPath, files, block.getGenerationStamp(), slots[j], slotPool, true));
+                endpoint,
+                files,
+                block,
+                tokens.get(i),
+                new FileDescriptor[] {a.data(), a.meta()},
+                slots[j],
+                slotPool,
+                true));
       } catch (IOException | RuntimeException e) {
         ReplicaOpener.closeQuietly(new FileDescriptor[] {a.data(), a.meta()});
         if (slots[j] != null) {

@@ -6,8 +6,12 @@ import io.scr.core.metrics.PathCounters;
 import io.scr.core.read.ReplicaFiles;
 import io.scr.shm.Slot;
 import io.scr.shm.SlotPool;
+import java.io.FileDescriptor;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
 
 /**
  * An open local replica: its two files, its generation stamp, and the shared-memory slot the
@@ -18,15 +22,55 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * closer thread, after the last lease: that closes both files and hands the slot back to its pool,
  * which tells the DataNode in the background (op 88). Readers never close it.
  *
- * <p>Thread-safety: immutable apart from the files' open state and the slot word; {@link
- * #isValid()} is three volatile loads (slot word, two channel states) or a clock read and two loads
- * (no slot).
+ * <p><b>Orphaned.</b> When its DataNode process goes away (the segment's connection closed with the
+ * slot still VALID, or the whole segment torn down at once: see {@link OrphanedReplicas}) the
+ * replica is <em>orphaned</em>: it stays valid although its slot no longer is, for at most the
+ * stale threshold of a replica without a slot, until a DataNode on its socket vouches for it again
+ * with a new slot ({@link #adoptSlot}, re-validated) or says it changed or is gone ({@link
+ * #dropOrphan}). A finalized replica of one generation stamp cannot change without a running
+ * DataNode (docs/reliability.md, "Open replicas outlive the DataNode").
+ *
+ * <p>Thread-safety: immutable apart from the files' open state, the slot (replaced once when the
+ * replica is re-validated) and the orphan state; {@link #isValid()} is four volatile loads (orphan
+ * flag, slot, slot word, two channel states) or a clock read and two loads (no slot, or orphaned).
+ * The slot swap and {@link #close()} take this object's monitor, so a slot adopted by a closing
+ * replica is given back by the re-validator, never leaked.
  */
 public final class Replica implements CachedValue {
   private final ReplicaFiles files;
   private final long generationStamp;
-  private final Slot slot;
   private final SlotPool slotPool;
+
+  /**
+   * The slot the DataNode vouches through; replaced by a new DataNode's on re-validation. Written
+   * under this object's monitor, read without it.
+   */
+  private volatile Slot slot;
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("this")
+  private boolean closed;
+
+  /** Set while the replica's DataNode is away (see the class comment). */
+  private volatile boolean orphaned;
+
+  /** When an orphaned replica goes stale (ticker nanos), written before {@link #orphaned}. */
+  private volatile long orphanStaleAtNanos;
+
+  private final long staleAfterNanos;
+
+  /**
+   * What a DataNode needs to vouch for this replica again (block with its generation stamp, token,
+   * the two fds to compare file identities); null block for a replica without a slot.
+   */
+  private final ExtendedBlock block;
+
+  private final Token<BlockTokenIdentifier> token;
+  private final FileDescriptor dataFd;
+  private final FileDescriptor metaFd;
+
+  /** Told when the replica closes (the endpoint's set of replicas holding its slots); or null. */
+  private final java.util.function.Consumer<Replica> onClose;
+
   private final Ticker ticker;
   private final long staleAtNanos;
   private final PathCounters counters;
@@ -48,6 +92,49 @@ public final class Replica implements CachedValue {
       long staleAfterNanos,
       PathCounters counters,
       boolean prefetched) {
+    this(
+        socketPath,
+        files,
+        generationStamp,
+        slot,
+        slotPool,
+        ticker,
+        staleAfterNanos,
+        counters,
+        prefetched,
+        null,
+        null,
+        null,
+        null,
+        null);
+  }
+
+  /**
+   * A replica that can outlive its DataNode: {@code block} (its generation stamp is the one
+   * opened), {@code token} and the received fds ({@code dataFd}, {@code metaFd}: the files'
+   * channels own them) let a new DataNode re-validate it; {@code onClose} runs once on close.
+   */
+  Replica(
+      String socketPath,
+      ReplicaFiles files,
+      long generationStamp,
+      Slot slot,
+      SlotPool slotPool,
+      Ticker ticker,
+      long staleAfterNanos,
+      PathCounters counters,
+      boolean prefetched,
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      FileDescriptor dataFd,
+      FileDescriptor metaFd,
+      java.util.function.Consumer<Replica> onClose) {
+    this.block = block == null ? null : new ExtendedBlock(block);
+    this.token = token;
+    this.dataFd = dataFd;
+    this.metaFd = metaFd;
+    this.onClose = onClose;
+    this.staleAfterNanos = staleAfterNanos;
     this.unreadPrefetch = prefetched ? new AtomicBoolean(true) : null;
     this.socketPath = socketPath;
     this.counters = counters;
@@ -82,6 +169,78 @@ public final class Replica implements CachedValue {
     return slot;
   }
 
+  /** The block as opened (its generation stamp the replica's), or null if not re-validatable. */
+  ExtendedBlock block() {
+    return block;
+  }
+
+  /** The block token the replica was opened with (null without tokens). */
+  Token<BlockTokenIdentifier> token() {
+    return token;
+  }
+
+  /** The received data fd (owned by the files' channel), or null. */
+  FileDescriptor dataFd() {
+    return dataFd;
+  }
+
+  /** The received meta fd (owned by the files' channel), or null. */
+  FileDescriptor metaFd() {
+    return metaFd;
+  }
+
+  /** Whether the replica is read without a DataNode vouching for it now. One volatile load. */
+  public boolean isOrphaned() {
+    return orphaned;
+  }
+
+  /**
+   * Orphans the replica at {@code nowNanos}: it stays valid for the stale threshold, or until
+   * re-validated or dropped. Called before the slot pool invalidates the dead segment's slots.
+   *
+   * @return false if it was already orphaned, or closed, or cannot be re-validated
+   */
+  boolean orphan(long nowNanos) {
+    synchronized (this) {
+      if (closed || orphaned || block == null || slot == null) {
+        return false;
+      }
+      orphanStaleAtNanos = nowNanos + staleAfterNanos;
+      orphaned = true; // after the deadline: a reader that sees the flag sees the deadline
+      return true;
+    }
+  }
+
+  /** Whether an orphaned replica is past its stale threshold at {@code nowNanos}. */
+  boolean orphanExpired(long nowNanos) {
+    return orphaned && nowNanos - orphanStaleAtNanos >= 0;
+  }
+
+  /**
+   * A DataNode vouched for this replica again with {@code fresh} (registered for this block by op
+   * 87): it becomes the replica's slot and the orphan state ends. Returns the old slot for the
+   * caller to release, or null when the replica closed meanwhile (then the caller releases {@code
+   * fresh}, which this replica never took).
+   */
+  Slot adoptSlot(Slot fresh) {
+    synchronized (this) {
+      if (closed) {
+        return null;
+      }
+      Slot old = slot;
+      slot = fresh;
+      orphaned = false; // after the slot: a reader that sees the flag clear sees the new slot
+      return old;
+    }
+  }
+
+  /**
+   * The orphan changed, is gone, or aged out: it is no longer valid (its old slot reads invalid).
+   */
+  void dropOrphan() {
+    orphaned = false;
+  }
+
   /**
    * True exactly once, for the first reader lease of a replica a prefetch opened (a prefetch hit);
    * false for every other lease. One volatile load once taken.
@@ -109,17 +268,41 @@ public final class Replica implements CachedValue {
    */
   @Override
   public boolean isValid() {
-    boolean fresh = slot != null ? slot.isValid() : ticker.read() - staleAtNanos < 0;
-    return fresh && files.isOpen();
+    return fresh() && files.isOpen();
+  }
+
+  // The orphan flag is read before the slot and again after it: the flag is set before the pool
+  // clears VALID on a dead segment, and cleared after a re-validation installed the new slot, so a
+  // reader racing either sees a valid slot or the flag.
+  private boolean fresh() {
+    if (orphaned) {
+      return ticker.read() - orphanStaleAtNanos < 0;
+    }
+    Slot s = slot;
+    if (s == null) {
+      return ticker.read() - staleAtNanos < 0;
+    }
+    if (s.isValid()) {
+      return true;
+    }
+    return orphaned && ticker.read() - orphanStaleAtNanos < 0;
   }
 
   @Override
   public void close() throws IOException {
+    Slot s;
+    synchronized (this) {
+      closed = true;
+      s = slot;
+    }
     try {
       files.close();
     } finally {
-      if (slot != null) {
-        slotPool.release(slot);
+      if (s != null) {
+        slotPool.release(s);
+      }
+      if (onClose != null) {
+        onClose.accept(this);
       }
     }
   }
@@ -134,6 +317,7 @@ public final class Replica implements CachedValue {
         + socketPath
         + ", slot="
         + slot
+        + (orphaned ? ", orphaned" : "")
         + "}";
   }
 }

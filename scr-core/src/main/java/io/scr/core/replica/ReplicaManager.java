@@ -101,7 +101,9 @@ public final class ReplicaManager implements Closeable {
             b.shmEnabled,
             b.slotLowWatermark,
             Duration.ofMillis(b.slotWaitMs),
-            b.ticker);
+            b.ticker,
+            b.outliveDataNode,
+            TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs));
     OpenFailures failures = new OpenFailures(b.backoff, endpoints::isClosing);
     ReplicaOpener opener =
         new ReplicaOpener(
@@ -256,6 +258,14 @@ public final class ReplicaManager implements Closeable {
     return backoff.snapshot();
   }
 
+  /**
+   * Open replicas read now although their DataNode went away (orphaned: see {@code
+   * OrphanedReplicas}), until a DataNode on their socket vouches for them again.
+   */
+  public int orphanedReplicas() {
+    return endpoints.orphanedReplicas();
+  }
+
   /** The slot pools' counters, one per DataNode path that has one. */
   public List<io.scr.shm.SlotPoolStats> slotPoolStats() {
     return endpoints.slotPoolStats();
@@ -297,6 +307,7 @@ public final class ReplicaManager implements Closeable {
     private long idleExpiryMs = 300000;
     private long staleThresholdMs = 300000;
     private boolean shmEnabled = true;
+    private boolean outliveDataNode = true;
     private boolean extensionsEnabled = true;
     private int slotLowWatermark = 64;
     private long slotWaitMs = 50;
@@ -356,6 +367,15 @@ public final class ReplicaManager implements Closeable {
     /** Whether to request shared-memory slots. */
     public Builder shmEnabled(boolean on) {
       this.shmEnabled = on;
+      return this;
+    }
+
+    /**
+     * Whether open replicas keep reading while their DataNode process is away and are re-validated
+     * when a DataNode is back ({@code scr.replica.outlive.datanode}).
+     */
+    public Builder outliveDataNode(boolean on) {
+      this.outliveDataNode = on;
       return this;
     }
 

@@ -143,7 +143,7 @@ final class ReplicaOpener {
       counters.recordOpenPhase(ClientCounters.OpenPhase.EXCHANGE, t2 - t1);
       counters.recordOpenPhase(ClientCounters.OpenPhase.FILES, ticker.read() - t2);
       backoff.recordSuccess(socketPath);
-      return newReplica(socketPath, files, block.getGenerationStamp(), slot, slotPool, prefetched);
+      return newReplica(endpoint, files, block, token, fds, slot, slotPool, prefetched);
     } catch (IOException | RuntimeException e) {
       if (!registered) {
         closeQuietly(fds);
@@ -166,26 +166,54 @@ final class ReplicaOpener {
     }
   }
 
-  /** A replica opened from {@code socketPath} just now, counted as one open of that path. */
+  /**
+   * A replica of {@code block} opened from {@code endpoint} just now with the received {@code fds}
+   * (data, meta; {@code files} owns them), counted as one open of that path. One with a slot is
+   * held by the endpoint until it closes, so it can outlive the DataNode ({@link
+   * OrphanedReplicas}).
+   */
   Replica newReplica(
-      String socketPath,
+      DataNodeEndpoint endpoint,
       ReplicaFiles files,
-      long generationStamp,
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      FileDescriptor[] fds,
       Slot slot,
       SlotPool slotPool,
       boolean prefetched) {
+    String socketPath = endpoint.path();
     PathCounters pathCounters = counters.path(socketPath);
     pathCounters.recordOpen();
-    return new Replica(
-        socketPath,
-        files,
-        generationStamp,
-        slot,
-        slotPool,
-        ticker,
-        staleAfterNanos,
-        pathCounters,
-        prefetched);
+    if (slot == null) {
+      return new Replica(
+          socketPath,
+          files,
+          block.getGenerationStamp(),
+          null,
+          slotPool,
+          ticker,
+          staleAfterNanos,
+          pathCounters,
+          prefetched);
+    }
+    Replica r =
+        new Replica(
+            socketPath,
+            files,
+            block.getGenerationStamp(),
+            slot,
+            slotPool,
+            ticker,
+            staleAfterNanos,
+            pathCounters,
+            prefetched,
+            block,
+            token,
+            fds[0],
+            fds[1],
+            endpoint::unhold);
+    endpoint.hold(r);
+    return r;
   }
 
   static void closeQuietly(FileDescriptor[] fds) {

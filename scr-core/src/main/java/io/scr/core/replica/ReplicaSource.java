@@ -318,6 +318,11 @@ public final class ReplicaSource {
     return new LeasedReplica(this, reader);
   }
 
+  /** Counts one read call of an orphaned replica (its DataNode away) that returned {@code n}. */
+  void countOrphanedRead(int n) {
+    counters.recordOrphanedRead(n);
+  }
+
   /** A reader's first lease of a replica a prefetch opened: one open the reader did not make. */
   private void countPrefetchHit(Replica replica) {
     if (replica.takeUnreadPrefetch()) {

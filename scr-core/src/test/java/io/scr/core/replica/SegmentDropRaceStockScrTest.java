@@ -133,7 +133,9 @@ class SegmentDropRaceStockScrTest {
                 poolRef.set(p);
                 return p;
               },
-              Ticker.systemTicker());
+              Ticker.systemTicker(),
+              new OrphanedReplicas(
+                  "drop-race", false, Ticker.systemTicker(), new ClientCounters(), 0, Thread::new));
       try {
         Slot slot = endpoint.allocateSlot();
 
