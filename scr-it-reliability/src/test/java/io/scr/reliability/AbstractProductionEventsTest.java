@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.metrics.ClientSnapshot;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import java.io.IOException;
@@ -209,6 +210,120 @@ abstract class AbstractProductionEventsTest {
               + ": "
               + state);
       assertTrue(readers.reads.get() > readsAtBack, "no reads after the restart: " + state);
+    }
+  }
+
+  // ---------------------------------------------------------------- a'. the DataNode away
+
+  /**
+   * Open replicas outlive the DataNode process: readers keep one stream busy while the only
+   * DataNode is stopped for 3 s ({@code stopDataNode}: its clean shutdown, which tears every
+   * segment down with its slots invalidated) and started again on the same socket. During the
+   * outage the stream's reads must be short-circuit (at least 95% of its bytes; with one replica
+   * nothing else can serve them) with every byte right; once the DataNode is back every replica the
+   * stream held is re-validated (a new slot for the same files, the cache entry kept: no replica
+   * opened again) and reads stay short-circuit.
+   */
+  @ParameterizedTest
+  @EnumSource(IntegrationPoint.class)
+  @Order(5)
+  void openReplicasKeepReadingShortCircuitWhileTheDataNodeIsAwayAndAreRevalidatedWhenItIsBack(
+      IntegrationPoint point) throws Exception {
+    MiniDfs dfs = oneDataNode();
+    String file = "/events/outlive-" + point;
+    int blocks = 5;
+    int length = (blocks - 1) * BLOCK + 333;
+    byte[] data = dfs.writeRandomFile(file, length, 5);
+    try (FileSystem fs = point.open(dfs, c -> {});
+        HdfsDataInputStream in = (HdfsDataInputStream) fs.open(new Path(file))) {
+      byte[] all = new byte[length];
+      in.readFully(0, all);
+      assertArrayEquals(data, all);
+      assertEquals(length, in.getReadStatistics().getTotalShortCircuitBytesRead());
+      ScrClient scr = point.engine(fs);
+      ClientSnapshot before = scr.metricsSnapshot();
+
+      Readers readers = new Readers(in, data, 2, -1, 100);
+      readers.start("outlive-reader-");
+      TimeUnit.MILLISECONDS.sleep(200); // the readers are reading
+      MiniDFSCluster.DataNodeProperties stopped = dfs.cluster().stopDataNode(0);
+      long down = System.nanoTime();
+      ReadStatistics atDown = copy(in.getReadStatistics());
+      long readsAtDown = readers.reads.get();
+      TimeUnit.SECONDS.sleep(3); // the event: the DataNode is away this long
+      ReadStatistics atUp = copy(in.getReadStatistics());
+      long readsDuring = readers.reads.get() - readsAtDown;
+      List<Failure> failedDuring = readers.failuresStartedAfter(down);
+      int orphanedDuring = scr.orphanedReplicas();
+      ClientSnapshot during = scr.metricsSnapshot();
+
+      assertTrue(dfs.cluster().restartDataNode(stopped, true), "restart DataNode 0");
+      dfs.cluster().waitActive();
+      if (dfs.mode() == DataNodeMode.SHIM) {
+        assertTrue(
+            Faults.shim(dfs, 0).awaitServing(30_000), "the restarted DataNode's shim must serve");
+      }
+      long back = System.nanoTime();
+      long revalidatedNanos =
+          waitFor(
+              Duration.ofSeconds(10),
+              () ->
+                  scr.orphanedReplicas() == 0
+                      && scr.metricsSnapshot().replicasRevalidated()
+                          >= before.replicasRevalidated() + blocks);
+      ReadStatistics atRevalidated = copy(in.getReadStatistics());
+      TimeUnit.SECONDS.sleep(1); // the observation window after the re-validation
+      ReadStatistics end = copy(in.getReadStatistics());
+      readers.stopAndJoin();
+      ClientSnapshot after = scr.metricsSnapshot();
+
+      long totalDuring = atUp.getTotalBytesRead() - atDown.getTotalBytesRead();
+      long scDuring = atUp.getTotalShortCircuitBytesRead() - atDown.getTotalShortCircuitBytesRead();
+      long totalAfter = end.getTotalBytesRead() - atRevalidated.getTotalBytesRead();
+      long scAfter =
+          end.getTotalShortCircuitBytesRead() - atRevalidated.getTotalShortCircuitBytesRead();
+      String state =
+          String.format(
+              "%s: during the 3 s outage %d reads, %d failed, %d bytes of which %d short-circuit"
+                  + " (%d orphaned replicas, %d orphaned bytes); back after restart: re-validated"
+                  + " %d, dropped %d, orphaned now %d, within %s; in the second after %d bytes, %d"
+                  + " short-circuit; replica opens %d -> %d; fallbacks %s",
+              point,
+              readsDuring,
+              failedDuring.size(),
+              totalDuring,
+              scDuring,
+              orphanedDuring,
+              during.orphanedBytes() - before.orphanedBytes(),
+              after.replicasRevalidated() - before.replicasRevalidated(),
+              after.orphansDropped() - before.orphansDropped(),
+              after.orphanedReplicas(),
+              millis(revalidatedNanos),
+              totalAfter,
+              scAfter,
+              before.cache().loadSuccessCount(),
+              after.cache().loadSuccessCount(),
+              after.fallbacks());
+      System.out.println("outlive: " + state + " (restart took " + millis(back - down) + ")");
+      assertEquals(0, readers.mismatches.get(), "reads returned wrong bytes: " + state);
+      assertTrue(readsDuring > 0, "no reads while the DataNode was away: " + state);
+      assertTrue(
+          scDuring * 100 >= totalDuring * 95 && totalDuring > 0,
+          "while the DataNode is away the open replicas must go on short-circuiting: " + state);
+      assertTrue(failedDuring.isEmpty(), "reads failed while the DataNode was away: " + state);
+      assertEquals(blocks, orphanedDuring, "every open replica is orphaned: " + state);
+      assertTrue(
+          revalidatedNanos >= 0,
+          "every orphaned replica must be re-validated once the DataNode is back: " + state);
+      assertEquals(
+          before.cache().loadSuccessCount(),
+          after.cache().loadSuccessCount(),
+          "re-validated replicas keep their cache entries (no replica opened again): " + state);
+      assertEquals(0, after.orphansDropped() - before.orphansDropped(), state);
+      assertTrue(
+          totalAfter > 0 && scAfter == totalAfter,
+          "re-validated replicas go on short-circuiting: " + state);
+      assertTrue(readers.failuresStartedAfter(back).isEmpty(), "reads failed after: " + state);
     }
   }
 
