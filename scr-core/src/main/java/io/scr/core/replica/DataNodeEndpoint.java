@@ -168,6 +168,55 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     held.remove(replica);
   }
 
+  /**
+   * {@code replica}'s slot reads invalid before any segment was reported closed: orphans it if the
+   * DataNode no longer answers on its socket (see {@link OrphanedReplicas}); false otherwise, and
+   * when outliving the DataNode is off.
+   */
+  boolean orphanIfGone(Replica replica) {
+    if (closed || !orphans.enabled() || dataNodeAnswers()) {
+      return false;
+    }
+    return orphans.orphanOne(this, replica);
+  }
+
+  /** How long one look at whether the DataNode answers on the socket is trusted. */
+  private static final long ANSWER_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+  private volatile long answerCheckedAtNanos = Long.MIN_VALUE / 2;
+  private volatile boolean lastAnswer = true;
+
+  /**
+   * Whether a process accepts connections on the socket: no if the socket file is gone or a connect
+   * is refused; yes if it connects, or the connect times out (a hung DataNode is not a dead one).
+   * Looked at once per {@link #ANSWER_CHECK_NANOS}, by whoever asks first; the connection is closed
+   * at once, without a request (a DataNode takes that as an idle client).
+   */
+  private boolean dataNodeAnswers() {
+    long now = ticker.read();
+    if (now - answerCheckedAtNanos < ANSWER_CHECK_NANOS) {
+      return lastAnswer;
+    }
+    boolean answers;
+    java.io.File socket = new java.io.File(path);
+    if (!socket.exists()) {
+      answers = false;
+    } else {
+      try (org.newsclub.net.unix.AFUNIXSocket s =
+          org.newsclub.net.unix.AFUNIXSocket.newInstance()) {
+        s.connect(org.newsclub.net.unix.AFUNIXSocketAddress.of(socket), 100);
+        answers = true;
+      } catch (java.net.SocketTimeoutException e) {
+        answers = true;
+      } catch (IOException | RuntimeException e) {
+        answers = false; // refused: nobody listens on the socket
+      }
+    }
+    lastAnswer = answers;
+    answerCheckedAtNanos = now;
+    return answers;
+  }
+
   /** The open replicas holding a slot of this DataNode (a live view). */
   Iterable<Replica> heldReplicas() {
     return held;
@@ -352,9 +401,9 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
 
   /**
    * Asks the DataNode on this socket to vouch for the orphaned {@code replica} again: op 87 for its
-   * block and generation stamp with a new slot, then the passed files' identities (device, inode)
-   * against the held ones. On {@link OrphanedReplicas.Revalidation#REVALIDATED} the replica has
-   * adopted the new slot; the passed fds are closed here in every case.
+   * block and generation stamp with a new slot, then the identity (device, inode) of the block file
+   * it passes against the held one. On {@link OrphanedReplicas.Revalidation#REVALIDATED} the
+   * replica has adopted the new slot; the passed fds are closed here in every case.
    */
   OrphanedReplicas.Revalidation revalidate(Replica replica) {
     if (closed) {
@@ -396,9 +445,10 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     }
     boolean same;
     try {
-      same =
-          FileIdentity.same(fds[0], replica.dataFd())
-              && FileIdentity.same(fds[1], replica.metaFd());
+      // The block file is what the replica reads; its checksums were read from the meta file when
+      // it was opened and are held since (the meta fd is closed then), and a new meta file comes
+      // with a new generation stamp, which the DataNode has just accepted as unchanged.
+      same = FileIdentity.same(fds[0], replica.dataFd());
     } finally {
       ReplicaOpener.closeQuietly(fds);
     }

@@ -170,6 +170,30 @@ final class OrphanedReplicas implements AutoCloseable {
     startOrWake();
   }
 
+  /**
+   * {@code replica}'s slot was found invalid before its segment was reported closed, and its
+   * DataNode no longer answers on the socket: the teardown of a clean shutdown seen from the
+   * reader's side first. Orphans it (as {@link #segmentLost} would a moment later).
+   *
+   * @return whether the replica is orphaned now
+   */
+  boolean orphanOne(DataNodeEndpoint endpoint, Replica replica) {
+    if (!enabled) {
+      return false;
+    }
+    long now = ticker.read();
+    if (!replica.orphan(now)) {
+      return replica.isOrphaned();
+    }
+    counters.recordOrphaned(1);
+    Outage o = outages.computeIfAbsent(endpoint, e -> new Outage(now));
+    synchronized (o) {
+      o.orphaned++;
+    }
+    startOrWake();
+    return true;
+  }
+
   private void startOrWake() {
     synchronized (lock) {
       if (closed) {

@@ -60,16 +60,18 @@ public final class Replica implements CachedValue {
 
   /**
    * What a DataNode needs to vouch for this replica again (block with its generation stamp, token,
-   * the two fds to compare file identities); null block for a replica without a slot.
+   * the block file's fd to compare identities); null block for a replica without a slot.
    */
   private final ExtendedBlock block;
 
   private final Token<BlockTokenIdentifier> token;
   private final FileDescriptor dataFd;
-  private final FileDescriptor metaFd;
 
-  /** Told when the replica closes (the endpoint's set of replicas holding its slots); or null. */
-  private final java.util.function.Consumer<Replica> onClose;
+  /**
+   * The endpoint that holds this replica while it is open (told when it closes, asked when the slot
+   * turns invalid whether its DataNode went away); null for a replica without a slot.
+   */
+  private final DataNodeEndpoint endpoint;
 
   private final Ticker ticker;
   private final long staleAtNanos;
@@ -105,14 +107,13 @@ public final class Replica implements CachedValue {
         null,
         null,
         null,
-        null,
         null);
   }
 
   /**
    * A replica that can outlive its DataNode: {@code block} (its generation stamp is the one
-   * opened), {@code token} and the received fds ({@code dataFd}, {@code metaFd}: the files'
-   * channels own them) let a new DataNode re-validate it; {@code onClose} runs once on close.
+   * opened), {@code token} and the received block-file fd ({@code dataFd}: the files' data channel
+   * owns it) let a new DataNode re-validate it; {@code endpoint} holds it until it closes.
    */
   Replica(
       String socketPath,
@@ -127,13 +128,11 @@ public final class Replica implements CachedValue {
       ExtendedBlock block,
       Token<BlockTokenIdentifier> token,
       FileDescriptor dataFd,
-      FileDescriptor metaFd,
-      java.util.function.Consumer<Replica> onClose) {
+      DataNodeEndpoint endpoint) {
     this.block = block == null ? null : new ExtendedBlock(block);
     this.token = token;
     this.dataFd = dataFd;
-    this.metaFd = metaFd;
-    this.onClose = onClose;
+    this.endpoint = endpoint;
     this.staleAfterNanos = staleAfterNanos;
     this.unreadPrefetch = prefetched ? new AtomicBoolean(true) : null;
     this.socketPath = socketPath;
@@ -182,11 +181,6 @@ public final class Replica implements CachedValue {
   /** The received data fd (owned by the files' channel), or null. */
   FileDescriptor dataFd() {
     return dataFd;
-  }
-
-  /** The received meta fd (owned by the files' channel), or null. */
-  FileDescriptor metaFd() {
-    return metaFd;
   }
 
   /** Whether the replica is read without a DataNode vouching for it now. One volatile load. */
@@ -285,6 +279,17 @@ public final class Replica implements CachedValue {
     if (s.isValid()) {
       return true;
     }
+    if (!orphaned) {
+      // Invalid, and not known to be orphaned. A DataNode's clean shutdown clears every slot a
+      // moment before the segment's connection closes (the shim's a moment after, so a reader can
+      // see either first): if the DataNode no longer answers on its socket, this is that, and the
+      // replica is orphaned here rather than dropped. Asked once per invalidated replica: the
+      // cache retires it when the answer is no.
+      DataNodeEndpoint e = endpoint;
+      if (e == null || !e.orphanIfGone(this)) {
+        return false;
+      }
+    }
     return orphaned && ticker.read() - orphanStaleAtNanos < 0;
   }
 
@@ -301,8 +306,8 @@ public final class Replica implements CachedValue {
       if (s != null) {
         slotPool.release(s);
       }
-      if (onClose != null) {
-        onClose.accept(this);
+      if (endpoint != null) {
+        endpoint.unhold(this);
       }
     }
   }

@@ -210,8 +210,7 @@ final class ReplicaOpener {
             block,
             token,
             fds[0],
-            fds[1],
-            endpoint::unhold);
+            endpoint);
     endpoint.hold(r);
     return r;
   }
