@@ -165,7 +165,6 @@ final class OrphanedReplicas implements AutoCloseable {
     synchronized (o) {
       o.orphaned += orphaned;
       o.invalidated += invalidated;
-      o.segments++;
     }
     startOrWake();
   }
@@ -261,11 +260,10 @@ final class OrphanedReplicas implements AutoCloseable {
         if (!o.announced) {
           o.announced = true;
           LOG.info(
-              "DataNode at {} went away ({} shared-memory segment(s) closed): {} open replicas keep"
+              "DataNode at {} went away (its shared memory closed): {} open replicas keep"
                   + " reading short-circuit from their fds, checksums verified, until a DataNode"
                   + " on that socket vouches for them again (at most {} ms){}",
               endpoint.path(),
-              o.segments,
               o.orphaned,
               TimeUnit.NANOSECONDS.toMillis(staleAfterNanos),
               o.invalidated == 0
@@ -430,9 +428,6 @@ final class OrphanedReplicas implements AutoCloseable {
 
     @GuardedBy("this")
     int invalidated;
-
-    @GuardedBy("this")
-    int segments;
 
     @GuardedBy("this")
     int revalidated;
