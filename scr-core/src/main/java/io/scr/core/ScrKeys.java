@@ -247,9 +247,9 @@ public final class ScrKeys {
           "Open finalized replicas keep reading short-circuit from their fds (checksums verified)"
               + " while their DataNode process is dead or restarting, for at most"
               + " scr.replica.stale.threshold.ms, and are re-validated (same files, new slot) when a"
-              + " DataNode is back on the socket. A replica the DataNode invalidated first is never"
-              + " read on. false: every open replica is dropped when its DataNode's shared memory"
-              + " goes (see docs/reliability.md).");
+              + " DataNode is back on the socket. A replica the DataNode invalidated on its own"
+              + " (deleted, moved) is not read on. false: every open replica is dropped when its"
+              + " DataNode's shared memory goes (see docs/reliability.md).");
 
   /** Shared memory switch. */
   public static final ScrKey<Boolean> SHM_ENABLED =
