@@ -109,7 +109,12 @@ final class DirectReplyWriter {
       metrics.fdPhases(r, sendStart, passed);
       r.closeOwnCopies();
       return new Progress(sent, true, sendStart, passed, false);
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException e) {
+      if (!ReplyWriter.inFlightLimit(metrics, pid, e)) {
+        LOG.debug("Replying to pid {} directly failed: {}", pid, e.toString());
+      }
+      return new Progress(sent, false, sendStart, 0, true);
+    } catch (RuntimeException e) {
       LOG.debug("Replying to pid {} directly failed: {}", pid, e.toString());
       return new Progress(sent, false, sendStart, 0, true);
     }

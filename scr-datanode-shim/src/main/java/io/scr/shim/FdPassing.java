@@ -6,6 +6,8 @@ import jnr.ffi.LibraryLoader;
 import jnr.ffi.Memory;
 import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
+import jnr.ffi.annotations.Out;
+import jnr.ffi.byref.IntByReference;
 import org.newsclub.net.unix.FileDescriptorCast;
 
 /**
@@ -27,8 +29,18 @@ final class FdPassing {
   private static final int MSG_DONTWAIT = 0x40;
   private static final int MSG_NOSIGNAL = 0x4000;
   private static final int EAGAIN = 11;
+
+  /**
+   * Linux: the sending user already has more fds in flight (sent with {@code SCM_RIGHTS} and not
+   * yet received by their peers) than its {@code RLIMIT_NOFILE}, and is not privileged.
+   */
+  private static final int ETOOMANYREFS = 109;
+
   private static final int EINTR = 4;
   private static final int F_DUPFD_CLOEXEC = 1030;
+
+  /** {@code SIOCOUTQ} ({@code TIOCOUTQ}, the same on x86-64 and aarch64). */
+  private static final long SIOCOUTQ = 0x5411;
 
   /** Linux SCM_MAX_FD. */
   static final int MAX_FDS = 253;
@@ -137,6 +149,9 @@ final class FdPassing {
       if (n < 0 && errno == EAGAIN) {
         return WOULD_BLOCK;
       }
+      if (n < 0 && errno == ETOOMANYREFS) {
+        throw new InFlightLimitException(fds.length);
+      }
       throw new IOException(
           "sendmsg of "
               + fds.length
@@ -199,6 +214,20 @@ final class FdPassing {
     return fd;
   }
 
+  /**
+   * The bytes sent on UNIX socket {@code socketFd} that its peer has not read yet ({@code
+   * ioctl(SIOCOUTQ)}: what this side sent and the peer's receive queue still holds), or -1 if that
+   * cannot be told. While it is not 0, fds passed with those bytes may still be in flight, charged
+   * to this process's user.
+   */
+  static int unreadByPeer(int socketFd) {
+    if (LIBC == null) {
+      return -1;
+    }
+    IntByReference unread = new IntByReference();
+    return LIBC.ioctl(socketFd, SIOCOUTQ, unread) == 0 ? unread.getValue() : -1;
+  }
+
   /** Closes an fd {@link #duplicate} returned. */
   static void close(int fd) {
     if (LIBC != null) {
@@ -214,6 +243,30 @@ final class FdPassing {
 
     int fcntl(int fd, int cmd, int arg);
 
+    int ioctl(int fd, long request, @Out IntByReference arg);
+
     int close(int fd);
+  }
+
+  /**
+   * {@code sendmsg} refused the fds with {@code ETOOMANYREFS}: this process's user has more fds in
+   * flight than its open-file limit. Fds sent to a local client stay in flight, charged to the
+   * DataNode's user, until the client reads them; a process that opens connections, asks for
+   * segments or fds and never reads its replies pins them even after the shim closed those
+   * connections, and then no client of this DataNode can be passed an fd until it reads or exits.
+   */
+  static final class InFlightLimitException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    InFlightLimitException(int fds) {
+      super(
+          "sendmsg of "
+              + fds
+              + " fds failed with ETOOMANYREFS: the DataNode user has more fds in flight (passed"
+              + " to local clients that have not read them) than its open-file limit (ulimit -n);"
+              + " a local process is holding connections with unread replies (ss -xp shows it,"
+              + " with a non-zero Recv-Q on the shim socket): stop it, or raise the DataNode's"
+              + " nofile limit");
+    }
   }
 }

@@ -25,6 +25,7 @@ final class ReplyWriter {
   private static final Logger LOG = LoggerFactory.getLogger(ReplyWriter.class);
   private static final ThrottledLog FAILURES = new ThrottledLog(Ticker.SYSTEM);
   private static final ThrottledLog WRITE_TIMEOUTS = new ThrottledLog(Ticker.SYSTEM);
+  private static final ThrottledLog IN_FLIGHT_LIMIT = new ThrottledLog(Ticker.SYSTEM);
 
   /** Longest pause between attempts to pass fds through a full socket buffer. */
   private static final long FD_RETRY_MAX_MS = 64;
@@ -203,7 +204,9 @@ final class ReplyWriter {
       int socketFd = ((EpollDomainSocketChannel) ctx.channel()).fd().intValue();
       sent = FdPassing.send(socketFd, r.fdNumbers(), r.dataByte);
     } catch (IOException e) {
-      LOG.debug("Passing fds to pid {} failed: {}", pid, e.toString());
+      if (!inFlightLimit(metrics, pid, e)) {
+        LOG.debug("Passing fds to pid {} failed: {}", pid, e.toString());
+      }
       r.abandon(registry);
       connection.close();
       return;
@@ -228,6 +231,23 @@ final class ReplyWriter {
     metrics.fdPhases(r, sendStart, passed);
     r.closeOwnCopies();
     finish(r, passed);
+  }
+
+  /**
+   * Counts and says (one WARN a minute) a pass refused because the DataNode user's fds in flight
+   * exceed its open-file limit ({@link FdPassing.InFlightLimitException}); false for any other
+   * failure. Without this a well-behaved client got its reply and then the end of the stream, and
+   * the DataNode logged nothing above DEBUG.
+   */
+  static boolean inFlightLimit(ShimMetrics metrics, int pid, IOException e) {
+    if (!(e instanceof FdPassing.InFlightLimitException)) {
+      return false;
+    }
+    metrics.reject(ShimMetrics.Rejection.INFLIGHT_FDS);
+    IN_FLIGHT_LIMIT.warn(
+        LOG,
+        "Could not pass fds to client pid " + pid + "; closing its connection: " + e.getMessage());
+    return true;
   }
 
   private void writeTimedOut(Reply r) {

@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * <p>States: READY (decode the next frame), BUSY (one request in flight; what arrives meanwhile
  * waits in the cumulation buffer, and more than twice the largest request closes the connection),
  * AWAIT_RECEIPT (the next byte is the receipt for passed fds), SHM (the connection carries a
- * segment: any byte or EOF frees it, stock semantics), CLOSED.
+ * segment: any byte or EOF frees it, stock semantics), CLOSED (closing, or lingering until the peer
+ * has read the fds passed to it: {@link #close}).
  *
  * <p>Concurrency: every instance field is confined to the channel's event loop (the static logs and
  * flags are thread-safe, shared by every connection). A request handed to a worker carries copies
@@ -97,6 +98,16 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private ScheduledFuture<?> requestTimer;
 
   private String overLimit;
+
+  /** Whether fds (a segment, a replica's) were passed on this connection. */
+  private boolean passedFds;
+
+  /**
+   * Closed for requests, its output shut down, but its socket kept open (and counted) until the
+   * peer reads what it was sent or closes: see {@link #close}.
+   */
+  private boolean lingering;
+
   private ShimSegment segment;
   private Reply awaiting;
   private ScheduledFuture<?> receiptTimer;
@@ -252,7 +263,11 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   @Override
   public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
     if (evt instanceof IdleStateEvent && state == State.READY) {
-      ctx.close(); // an idle request connection; shm connections never idle out
+      close(ctx); // an idle request connection; shm connections never idle out
+      return;
+    }
+    if (evt instanceof IdleStateEvent && lingering && unreadByPeer(ctx) == 0) {
+      ctx.close(); // the peer read everything and its fds with it, but did not close
       return;
     }
     super.userEventTriggered(ctx, evt);
@@ -291,6 +306,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
           }
           return;
         case CLOSED:
+          in.skipBytes(in.readableBytes()); // a lingering connection ignores what it is sent
           return;
         case SHM:
           // Stock: the DataNode's DomainSocketWatcher frees the segment on any input.
@@ -358,9 +374,45 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     close(ctx);
   }
 
+  /**
+   * Closes the connection, unless fds passed on it may still sit unread in the peer's receive
+   * queue. Fds in flight are charged to the DataNode's user until the peer reads them or closes its
+   * end, and a user with more in flight than its open-file limit cannot pass any fd ({@code
+   * ETOOMANYREFS}): a process that asked for a segment on each of thousands of connections and
+   * never read, which the shim then closed (more input on a segment connection frees the segment),
+   * had every later fd pass to every client of this DataNode fail. Such a connection lingers
+   * instead: its segment is freed and its output shut down (the peer reads its replies, then the
+   * end of the stream), but its socket stays open and counted against its process's and user's
+   * connection quotas until the peer closes (or reads everything and idles), so what one process
+   * can pin in flight is bounded by {@code scr.shim.client.max.connections}.
+   */
   private void close(ChannelHandlerContext ctx) {
     state = State.CLOSED;
+    if (lingering) {
+      return;
+    }
+    if (passedFds && unreadByPeer(ctx) > 0) {
+      lingering = true;
+      stopRequestTimer();
+      if (writer != null) {
+        writer.stop();
+      }
+      if (segment != null) {
+        registry.remove(segment);
+        segment = null;
+      }
+      ((EpollDomainSocketChannel) ctx.channel()).shutdownOutput();
+      return;
+    }
     ctx.close();
+  }
+
+  /** {@link FdPassing#unreadByPeer} of this connection's socket, or -1 if not an open one. */
+  private static int unreadByPeer(ChannelHandlerContext ctx) {
+    if (!(ctx.channel() instanceof EpollDomainSocketChannel) || !ctx.channel().isOpen()) {
+      return -1;
+    }
+    return FdPassing.unreadByPeer(((EpollDomainSocketChannel) ctx.channel()).fd().intValue());
   }
 
   private void dispatch(ChannelHandlerContext ctx, int op, byte[] body) {
@@ -454,6 +506,7 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     // Until the client had its answer (fds passed), not until this event loop got round to it.
     long end = passedNanos != 0 ? passedNanos : ticker.read();
     metrics.request(r.op, r.status, end - r.receivedNanos());
+    passedFds |= r.hasFds();
     if (!r.awaitReceipt) {
       r.done(r.status == Status.SUCCESS);
     }

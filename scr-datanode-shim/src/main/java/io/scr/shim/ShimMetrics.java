@@ -89,7 +89,8 @@ final class ShimMetrics {
     REQUEST_TIMEOUT,
     PENDING_FDS,
     PENDING_REPLY_BYTES,
-    PENDING_INPUT
+    PENDING_INPUT,
+    INFLIGHT_FDS
   }
 
   private static final int STATUSES = 16;
