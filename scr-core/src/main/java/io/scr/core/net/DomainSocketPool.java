@@ -140,6 +140,11 @@ public final class DomainSocketPool implements Closeable {
     }
     AFUNIXSocket socket = AFUNIXSocket.newInstance();
     try {
+      // junixsocket 2.10 ignores connect's timeout outside virtual threads: connect(2) blocks, and
+      // on a listener whose backlog is full (a DataNode not accepting: hung, or at its open-file
+      // limit) it blocked for as long as that lasted. The kernel bounds that wait by the send
+      // timeout, which SO_TIMEOUT sets too; EAGAIN then surfaces as SocketTimeoutException.
+      socket.setSoTimeout(connectTimeoutMs);
       socket.connect(AFUNIXSocketAddress.of(new File(path)), connectTimeoutMs);
       socket.setSoTimeout(readTimeoutMs);
       connects.incrementAndGet();
@@ -186,7 +191,8 @@ public final class DomainSocketPool implements Closeable {
           + " stopped left it behind): is the DataNode running?";
     }
     if (e instanceof SocketTimeoutException) {
-      return "the connect timed out: is the DataNode overloaded or hung?";
+      return "the connect timed out: the DataNode's accept queue is full (is the DataNode hung, at"
+          + " its open-file limit, or flooded with connections by a local process?)";
     }
     return new File(path).exists()
         ? "is the DataNode running and is the socket's directory accessible to this user?"

@@ -6,10 +6,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.net.SocketException;
+import java.net.SocketTimeoutException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.newsclub.net.unix.AFUNIXServerSocket;
+import org.newsclub.net.unix.AFUNIXSocketAddress;
 
 /**
  * A failed connect names the remedy for the error it got. Before, the hint came from looking at the
@@ -18,6 +31,48 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ConnectHintTest {
   @TempDir Path dir;
+
+  @Test
+  void aListenerThatDoesNotAcceptTimesTheConnectOutInsteadOfHoldingIt() throws Exception {
+    Path path = dir.resolve("full.sock");
+    ExecutorService connecting = Executors.newSingleThreadExecutor();
+    List<SocketChannel> queued = new ArrayList<>();
+    // A DataNode that does not accept (hung, or every accept failing with EMFILE): its backlog of
+    // 1 fills, and a blocking connect(2) then waits until it is accepted.
+    try (AFUNIXServerSocket server = AFUNIXServerSocket.newInstance();
+        DomainSocketPool pool = DomainSocketPool.newBuilder().connectTimeoutMs(300).build()) {
+      server.bind(AFUNIXSocketAddress.of(path.toFile()), 1);
+      while (queued.size() < 100) {
+        SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+        ch.configureBlocking(false);
+        try {
+          ch.connect(UnixDomainSocketAddress.of(path));
+          queued.add(ch);
+        } catch (IOException full) { // EAGAIN: the backlog is full
+          ch.close();
+          break;
+        }
+      }
+      long start = System.nanoTime();
+      Future<DomainConnection> attempt = connecting.submit(() -> pool.connect(path.toString()));
+      ExecutionException e =
+          assertThrows(
+              ExecutionException.class,
+              () -> attempt.get(10, TimeUnit.SECONDS),
+              "the connect must fail within its timeout, not wait for an accept");
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      assertTrue(e.getCause() instanceof DomainConnectException, e.getCause().toString());
+      assertTrue(e.getCause().getCause() instanceof SocketTimeoutException, e.toString());
+      assertTrue(e.getCause().getMessage().contains("accept queue is full"), e.toString());
+      assertTrue(tookMs < 5_000, "took " + tookMs + " ms");
+    } finally {
+      for (SocketChannel ch : queued) {
+        ch.close();
+      }
+      connecting.shutdownNow(); // the server closed: a connect still waiting returns
+      assertTrue(connecting.awaitTermination(10, TimeUnit.SECONDS));
+    }
+  }
 
   @Test
   void aMissingSocketAsksWhetherTheDataNodeRunsWithThatPath() throws IOException {
