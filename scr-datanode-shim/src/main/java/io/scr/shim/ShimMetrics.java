@@ -90,7 +90,8 @@ final class ShimMetrics {
     PENDING_FDS,
     PENDING_REPLY_BYTES,
     PENDING_INPUT,
-    INFLIGHT_FDS
+    INFLIGHT_FDS,
+    ACCEPT_FD_LIMIT
   }
 
   private static final int STATUSES = 16;

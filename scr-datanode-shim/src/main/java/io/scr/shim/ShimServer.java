@@ -101,6 +101,9 @@ final class ShimServer implements AutoCloseable {
               .group(group)
               .channel(EpollServerDomainSocketChannel.class)
               .option(ChannelOption.SO_BACKLOG, config.backlog)
+              .handler(
+                  new AcceptFailures(
+                      metrics, () -> (int) metrics.liveConnections.sum(), config.maxConnections))
               .childHandler(
                   new ChannelInitializer<EpollDomainSocketChannel>() {
                     @Override
