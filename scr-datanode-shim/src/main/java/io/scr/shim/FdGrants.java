@@ -293,6 +293,85 @@ final class FdGrants {
   }
 
   /**
+   * The answer to an op-127 REPLICA_STATE request: what the DataNode's memory says of the replica
+   * of the requested block, after the same block pool and token checks as op 87. SUCCESS carries
+   * {@link #formatReplicaState} in its message; a replica the dataset does not hold is ERROR with
+   * the dataset's "Replica not found for" wording. Cheap: one replica-map lookup and, for a replica
+   * being written, its synchronized {@code getLastChecksumAndDataLen}; no file is opened.
+   */
+  BlockOpResponseProto replicaState(OpRequestShortCircuitAccessProto req, int pid) {
+    ExtendedBlock blk = PBHelperClient.convert(req.getHeader().getBlock());
+    if (!dataset.blockPoolReady(blk.getBlockPoolId())) {
+      return BlockOpResponseProto.newBuilder()
+          .setStatus(Status.ERROR)
+          .setMessage("Not ready to serve the block pool, " + blk.getBlockPoolId() + ".")
+          .build();
+    }
+    String tokenProblem = checkToken(req, blk);
+    if (tokenProblem != null) {
+      metrics.reject(ShimMetrics.Rejection.ACCESS_TOKEN);
+      LOG.warn(
+          "Block token verification failed: op=REPLICA_STATE, client pid={}, message={}",
+          pid,
+          tokenProblem);
+      return BlockOpResponseProto.newBuilder().setStatus(Status.ERROR_ACCESS_TOKEN).build();
+    }
+    @SuppressWarnings("deprecation") // the one FsDatasetSpi call that returns the replica object
+    org.apache.hadoop.hdfs.server.datanode.Replica r =
+        dataset.dataset().getReplica(blk.getBlockPoolId(), blk.getBlockId());
+    if (r == null) {
+      return BlockOpResponseProto.newBuilder()
+          .setStatus(Status.ERROR)
+          .setMessage("Replica not found for " + blk)
+          .build();
+    }
+    return BlockOpResponseProto.newBuilder()
+        .setStatus(Status.SUCCESS)
+        .setMessage(formatReplicaState(r))
+        .build();
+  }
+
+  /**
+   * {@code gs=<n> state=<RBW|FINALIZED|...> visible=<n> ondisk=<n> sum=<hex|->}: for a replica in a
+   * pipeline, visible is {@code getBytesAcked} and (ondisk, sum) the consistent pair of {@code
+   * getLastChecksumAndDataLen} (sum is the partial last chunk's checksum, "-" when the data ends on
+   * a chunk boundary); for any other replica visible and ondisk are its visible length and bytes on
+   * disk, and sum is "-".
+   */
+  static String formatReplicaState(org.apache.hadoop.hdfs.server.datanode.Replica r) {
+    long gs = r.getGenerationStamp();
+    String state = String.valueOf(r.getState());
+    long visible;
+    long onDisk;
+    byte[] sum = null;
+    if (r instanceof org.apache.hadoop.hdfs.server.datanode.ReplicaInPipeline) {
+      org.apache.hadoop.hdfs.server.datanode.ReplicaInPipeline p =
+          (org.apache.hadoop.hdfs.server.datanode.ReplicaInPipeline) r;
+      org.apache.hadoop.hdfs.server.datanode.ChunkChecksum c = p.getLastChecksumAndDataLen();
+      visible = p.getBytesAcked();
+      onDisk = c.getDataLength();
+      sum = c.getChecksum();
+    } else {
+      visible = r.getVisibleLength();
+      onDisk = r.getBytesOnDisk();
+    }
+    StringBuilder b = new StringBuilder(96);
+    b.append("gs=").append(gs);
+    b.append(" state=").append(state);
+    b.append(" visible=").append(visible);
+    b.append(" ondisk=").append(onDisk);
+    b.append(" sum=");
+    if (sum == null || sum.length == 0) {
+      b.append('-');
+    } else {
+      for (byte x : sum) {
+        b.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
+      }
+    }
+    return b.toString();
+  }
+
+  /**
    * Null when the token is acceptable (or tokens are off for the block's pool), else why not. As
    * stock's {@code DataXceiver.checkAccess}: a READ token for exactly this block of this pool,
    * checked by the DataNode's {@code BlockPoolTokenSecretManager}.

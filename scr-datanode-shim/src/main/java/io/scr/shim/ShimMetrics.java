@@ -30,7 +30,8 @@ final class ShimMetrics {
     EXT_BATCH_FDS("ext_batch_fds"),
     EXT_BATCH_RELEASE("ext_batch_release"),
     EXT_HELLO("ext_hello"),
-    EXT_PING("ext_ping");
+    EXT_PING("ext_ping"),
+    EXT_REPLICA_STATE("ext_replica_state");
 
     final String label;
 

@@ -55,8 +55,16 @@ final class ShortCircuitService {
    */
   static final int EXT_PING = 4;
 
+  /**
+   * What the DataNode's memory says of one replica (generation stamp, state, visible length, bytes
+   * on disk and the partial last chunk's checksum): how a client verifies the tail of a block being
+   * written (docs/shim.md, "Extensions").
+   */
+  static final int EXT_REPLICA_STATE = 5;
+
   /** The HELLO answer's message: protocol version and the features offered. */
-  static final String EXT_ADVERTISEMENT = "scr-shim-extensions/1 batch-fds batch-release ping";
+  static final String EXT_ADVERTISEMENT =
+      "scr-shim-extensions/1 batch-fds batch-release ping replica-state";
 
   /** Batched fd requests per message: 2 fds each, at most SCM_MAX_FD (253) per sendmsg. */
   static final int EXT_MAX_BATCH = FdPassing.MAX_FDS / 2;
@@ -232,6 +240,9 @@ final class ShortCircuitService {
         if (body.length > 0 && body[0] == EXT_PING) {
           return OpKind.EXT_PING;
         }
+        if (body.length > 0 && body[0] == EXT_REPLICA_STATE) {
+          return OpKind.EXT_REPLICA_STATE;
+        }
         return OpKind.EXT_HELLO;
       default:
         return OpKind.REQUEST_FDS;
@@ -343,9 +354,24 @@ final class ShortCircuitService {
         return batchRelease(in, pid, start);
       case EXT_BATCH_FDS:
         return batchFds(in, pid, start);
+      case EXT_REPLICA_STATE:
+        return replicaState(in, pid, start);
       default:
         throw new InvalidProtocolBufferException("unknown scr extension " + sub);
     }
+  }
+
+  /** One REPLICA_STATE request: a delimited op-87 request naming the block (and its token). */
+  private Reply.Builder replicaState(ByteArrayInputStream in, int pid, long start)
+      throws InvalidProtocolBufferException {
+    OpRequestShortCircuitAccessProto req =
+        parseDelimited(OpRequestShortCircuitAccessProto.parser(), in);
+    if (in.available() > 0) {
+      throw new InvalidProtocolBufferException("one block per replica state request");
+    }
+    org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto resp =
+        fds.replicaState(req, pid);
+    return Replies.of(OpKind.EXT_REPLICA_STATE, resp.getStatus(), resp, start);
   }
 
   private Reply.Builder batchRelease(ByteArrayInputStream in, int pid, long start)

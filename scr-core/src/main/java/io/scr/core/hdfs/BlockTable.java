@@ -13,10 +13,12 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * read path: sorted start and end offsets, the {@link LocatedBlock} (block and token), and the
  * local DataNode socket to short-circuit it through, or null when the block goes the stock way.
  *
- * <p>A block is short-circuit eligible only when it is finalized from the reader's point of view
- * (it ends within {@link LocatedBlocks#getFileLength()}, which excludes the block being written),
- * is neither corrupt nor striped, has a location on this host with a configured socket ({@link
- * ScrClient#socketPathOf}), and is not demoted by the stream right now ({@code demotedUntil}).
+ * <p>A block is short-circuit eligible when it is complete from the reader's point of view (it ends
+ * within {@link LocatedBlocks#getFileLength()}) or is the block being written ({@link
+ * #beingWritten}: it ends at the visible length the stream measured, and is read only up to there,
+ * {@code io.scr.core.replica.TailReads}), is neither corrupt nor striped, has a location on this
+ * host with a configured socket ({@link ScrClient#socketPathOf}), and is not demoted by the stream
+ * right now ({@code demotedUntil}).
  *
  * <p><b>Only lasting facts are built in.</b> Whether a block's DataNode is on this host and which
  * socket serves it do not change while the block list stands; whether that socket is backing off
@@ -36,6 +38,7 @@ final class BlockTable {
           new LocatedBlock[0],
           new String[0],
           new FallbackReason[0],
+          new boolean[0],
           Long.MAX_VALUE);
 
   /** The stream's {@code locatedBlocks} object this table was built from (identity matters). */
@@ -53,6 +56,12 @@ final class BlockTable {
    */
   final FallbackReason[] unreachable;
 
+  /**
+   * Per block: whether it is the block being written, whose end is the stream's visible length and
+   * whose replica may still grow (read with {@code TailReads}).
+   */
+  final boolean[] beingWritten;
+
   /** The earliest demotion deadline ({@code System.nanoTime} scale), or Long.MAX_VALUE. */
   final long retryAtNanos;
 
@@ -63,7 +72,9 @@ final class BlockTable {
       LocatedBlock[] blocks,
       String[] socketPaths,
       FallbackReason[] unreachable,
+      boolean[] beingWritten,
       long retryAtNanos) {
+    this.beingWritten = beingWritten;
     this.source = source;
     this.starts = starts;
     this.ends = ends;
@@ -102,6 +113,7 @@ final class BlockTable {
     LocatedBlock[] blocks = new LocatedBlock[size];
     String[] paths = new String[size];
     FallbackReason[] unreachable = new FallbackReason[size];
+    boolean[] growing = new boolean[size];
     long retryAt = Long.MAX_VALUE;
     long finalizedLength = source.getFileLength();
     for (int i = 0; i < n; i++) {
@@ -113,14 +125,14 @@ final class BlockTable {
       starts[i] = effective.getStartOffset();
       ends[i] = effective.getStartOffset() + effective.getBlockSize();
       blocks[i] = effective;
-      Long until = demotedUntil.isEmpty() ? null : demotedUntil.get(lb);
+      Long until = demotedUntil.isEmpty() ? null : demotedUntil.get(effective);
       boolean demoted = until != null && (until == Long.MAX_VALUE || now - until < 0);
       if (demoted && until != Long.MAX_VALUE) {
         retryAt = Math.min(retryAt, until);
       }
+      growing[i] = beingWritten;
       boolean eligible =
-          !beingWritten
-              && ends[i] <= finalizedLength
+          (beingWritten ? ends[i] > starts[i] : ends[i] <= finalizedLength)
               && !lb.isCorrupt()
               && !lb.isStriped()
               && !demoted;
@@ -135,8 +147,17 @@ final class BlockTable {
       starts[n] = last.getStartOffset();
       ends[n] = last.getStartOffset() + last.getBlockSize();
       blocks[n] = last;
+      growing[n] = true;
+      Long until = demotedUntil.isEmpty() ? null : demotedUntil.get(last);
+      boolean demoted = until != null && (until == Long.MAX_VALUE || now - until < 0);
+      if (ends[n] > starts[n] && !last.isCorrupt() && !last.isStriped() && !demoted) {
+        paths[n] = localSocket(last, scr);
+        if (paths[n] == null) {
+          unreachable[n] = unreachableReason(last, scr);
+        }
+      }
     }
-    return new BlockTable(source, starts, ends, blocks, paths, unreachable, retryAt);
+    return new BlockTable(source, starts, ends, blocks, paths, unreachable, growing, retryAt);
   }
 
   private static String localSocket(LocatedBlock lb, ScrClient scr) {

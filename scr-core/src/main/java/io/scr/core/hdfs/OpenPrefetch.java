@@ -106,7 +106,7 @@ final class OpenPrefetch {
     List<String> chosenPaths = new ArrayList<>();
     for (int i = 0; i < table.blocks.length && chosen.size() < maxBlocks; i++) {
       String path = table.socketPaths[i];
-      if (path != null) {
+      if (path != null && !table.beingWritten[i]) { // a growing replica is opened by its reader
         chosen.add(table.blocks[i]);
         chosenPaths.add(path);
       }

@@ -5,6 +5,7 @@ import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.core.read.MappingBudget;
+import io.scr.core.read.TailNotReadyException;
 import io.scr.core.replica.ReadContext;
 import io.scr.core.replica.ReplicaSource;
 import io.scr.shm.internal.Interrupts;
@@ -100,6 +101,10 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   private final LongAdder shortCircuitReads = new LongAdder();
   private final LongAdder stockReads = new LongAdder();
+
+  /** Reads of the block being written whose rest went stock for a reason of the writer's. */
+  private final LongAdder tailFallbacks = new LongAdder();
+
   private final ReadFailures failures;
   private final ZeroCopyReads zeroCopy;
 
@@ -344,6 +349,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       }
       return null;
     }
+    if (t.beingWritten[i]) {
+      return null; // a growing block file is never mapped: copied through read(ByteBuffer)
+    }
     if (!dfsClient.getConf().getShortCircuitConf().isShortCircuitMmapEnabled()) {
       return zeroCopy.fallback(ZeroCopyReads.NoZeroCopy.DISABLED);
     }
@@ -406,6 +414,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   private int readLocal(ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
       throws IOException {
+    if (t.beingWritten[i]) {
+      return readBeingWritten(context, t, i, pos, buf, len);
+    }
     long blockOffset = pos - t.starts[i];
     int start = buf.position();
     int done = 0;
@@ -438,6 +449,84 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       }
     }
     return counted(done);
+  }
+
+  /**
+   * {@link #readLocal} of the block being written: up to the visible length the table holds for it
+   * ({@link TailReads}). What cannot be served now (not yet on disk, the tail moving, the partial
+   * last chunk from a stock DataNode, a replica recovered under the reader) is left to the stock
+   * read, without a corruption report or a demotion: the next read tries again.
+   */
+  private int readBeingWritten(
+      ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
+      throws IOException {
+    long blockOffset = pos - t.starts[i];
+    long visible = t.ends[i] - t.starts[i];
+    LocatedBlock lb = t.blocks[i];
+    int start = buf.position();
+    int done = 0;
+    for (int attempt = 0; ; attempt++) {
+      ReplicaLease lease = leaseBeingWritten(context, t, i, pos + done);
+      if (lease == null) {
+        break;
+      }
+      try {
+        while (done < len) {
+          int n =
+              source
+                  .tailReads()
+                  .read(
+                      lease,
+                      lb.getBlock(),
+                      lb.getBlockToken(),
+                      blockOffset + done,
+                      buf,
+                      visible,
+                      verifyChecksum,
+                      context);
+          if (n <= 0) {
+            break;
+          }
+          done += n;
+        }
+        break;
+      } catch (TailNotReadyException e) {
+        buf.position(start + done);
+        tailFallbacks.increment();
+        LOG.debug("{} of {}: {}", lb.getBlock(), src, e.getMessage());
+        break;
+      } catch (IOException e) {
+        buf.position(start + done);
+        if (!failures.leaseAgainAfter(t, i, e, attempt)) {
+          break;
+        }
+      } finally {
+        source.release(context, lease);
+      }
+    }
+    return counted(done);
+  }
+
+  /** {@link #lease} of the block being written (a replica opened for a growing file). */
+  private ReplicaLease leaseBeingWritten(ReadContext context, BlockTable t, int i, long pos)
+      throws IOException {
+    LocatedBlock lb = t.blocks[i];
+    try {
+      ReplicaLease lease =
+          source.lease(context, lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src, true);
+      return lease != null ? lease : failures.noLease(t, i, null);
+    } catch (InvalidToken e) {
+      LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
+      fetchBlockAt(pos);
+      rebuild(null);
+      failures.tokenExpired();
+      return null;
+    } catch (IOException e) {
+      if (Interrupts.isOwnInterrupt(e)) {
+        throw e;
+      }
+      return failures.noLease(t, i, e);
+    }
   }
 
   /**
@@ -546,6 +635,14 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   /** Reads (or read segments) handed to the stock stream. */
   long stockReads() {
     return stockReads.sum();
+  }
+
+  /**
+   * Reads of the block being written that left bytes to the stock read for a reason of the writer's
+   * (not on disk yet, tail moving, partial last chunk from a stock DataNode, replica recovered).
+   */
+  long tailFallbacks() {
+    return tailFallbacks.sum();
   }
 
   /** Short-circuit attempts that failed or were refused and went stock. */

@@ -118,6 +118,9 @@ final class StreamBlocks {
           for (LocatedBlock lb : blocks.getLocatedBlocks()) {
             listed.put(lb, Boolean.TRUE);
           }
+          if (blocks.getLastLocatedBlock() != null) {
+            listed.put(blocks.getLastLocatedBlock(), Boolean.TRUE); // the block being written
+          }
           demotedUntil
               .entrySet()
               .removeIf(e -> !listed.containsKey(e.getKey()) || expired(e.getValue(), now));

@@ -44,16 +44,19 @@ public final class PeerExtensions {
   /** What a peer offers. Immutable. */
   public static final class Features {
     /** A stock peer: ops 87, 88 and 89 only. */
-    public static final Features STOCK = new Features(null, false, false);
+    public static final Features STOCK = new Features(null, false, false, false);
 
     private final String advertisement;
     private final boolean batchRelease;
     private final boolean batchFds;
+    private final boolean replicaState;
 
-    private Features(String advertisement, boolean batchRelease, boolean batchFds) {
+    private Features(
+        String advertisement, boolean batchRelease, boolean batchFds, boolean replicaState) {
       this.advertisement = advertisement;
       this.batchRelease = batchRelease;
       this.batchFds = batchFds;
+      this.replicaState = replicaState;
     }
 
     /**
@@ -70,11 +73,13 @@ public final class PeerExtensions {
       }
       boolean release = false;
       boolean fds = false;
+      boolean state = false;
       for (int i = 1; i < words.length; i++) {
         release |= ShortCircuitProtocol.FEATURE_BATCH_RELEASE.equals(words[i]);
         fds |= ShortCircuitProtocol.FEATURE_BATCH_FDS.equals(words[i]);
+        state |= ShortCircuitProtocol.FEATURE_REPLICA_STATE.equals(words[i]);
       }
-      return new Features(advertisement, release, fds);
+      return new Features(advertisement, release, fds, state);
     }
 
     /** Whether the peer takes several slot releases in one request. */
@@ -85,6 +90,14 @@ public final class PeerExtensions {
     /** Whether the peer takes several fd requests in one request. */
     public boolean batchFds() {
       return batchFds;
+    }
+
+    /**
+     * Whether the peer answers a replica state request (the in-memory state of a replica being
+     * written, which verifies its partial last chunk).
+     */
+    public boolean replicaState() {
+      return replicaState;
     }
 
     /** Whether the peer speaks any extension. */

@@ -361,6 +361,37 @@ public final class ShortCircuitExchanges {
     }
   }
 
+  /**
+   * Op 127 REPLICA_STATE on a pooled connection: what the DataNode's memory says of its replica of
+   * {@code block} (one round trip, no fds). Only for a peer that advertised {@code replica-state}
+   * ({@link PeerExtensions}).
+   *
+   * @throws InvalidToken for ERROR_ACCESS_TOKEN
+   * @throws ShortCircuitRefusedException for any other error status (e.g. no such replica)
+   * @throws IOException on I/O or protocol failure, e.g. the peer closed the connection as a stock
+   *     DataNode does on op 127
+   */
+  public static io.scr.core.read.TailSnapshot replicaState(
+      DomainSocketPool pool, String path, ExtendedBlock block, Token<BlockTokenIdentifier> token)
+      throws IOException {
+    byte[] request = ShortCircuitProtocol.encodeReplicaState(block, token);
+    Object answer =
+        pool.call(
+            path,
+            c -> {
+              c.send(request);
+              BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());
+              if (resp.getStatus() != Status.SUCCESS) {
+                return refusal(c, path, block, resp);
+              }
+              return ShortCircuitProtocol.parseReplicaState(resp.getMessage());
+            });
+    if (answer instanceof IOException) {
+      throw (IOException) answer;
+    }
+    return (io.scr.core.read.TailSnapshot) answer;
+  }
+
   /** A new shared-memory segment's fd and id; the connection is the segment's from now on. */
   public static final class ShmGrant {
     private final DomainConnection connection;

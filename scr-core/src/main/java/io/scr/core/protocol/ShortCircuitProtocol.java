@@ -75,6 +75,12 @@ public final class ShortCircuitProtocol {
   /** Extension sub-op: several op-87 requests in one frame, their fds in one message. */
   public static final int EXT_BATCH_FDS = 3;
 
+  /**
+   * Extension sub-op: the DataNode's in-memory state of one replica (generation stamp, visible
+   * length, bytes on disk, last partial checksum), for reading a block being written.
+   */
+  public static final int EXT_REPLICA_STATE = 5;
+
   /** How the HELLO answer's message starts when the peer speaks version 1 of the extensions. */
   public static final String EXTENSIONS_V1 = "scr-shim-extensions/1";
 
@@ -83,6 +89,9 @@ public final class ShortCircuitProtocol {
 
   /** Feature word of the HELLO answer: batched fd requests. */
   public static final String FEATURE_BATCH_FDS = "batch-fds";
+
+  /** Feature word of the HELLO answer: the replica state request ({@link #EXT_REPLICA_STATE}). */
+  public static final String FEATURE_REPLICA_STATE = "replica-state";
 
   /** The short-circuit access version the stock client sends and the stock DataNode answers. */
   public static final int SHORT_CIRCUIT_ACCESS_VERSION = 1;
@@ -162,6 +171,89 @@ public final class ShortCircuitProtocol {
     frame.write(v);
     frame.write(body.toByteArray(), 0, length);
     return frame.toByteArray();
+  }
+
+  /**
+   * Op 127 REPLICA_STATE: the block (with its token) as one delimited op-87 request without a slot;
+   * the peer answers with one delimited {@code BlockOpResponseProto} whose SUCCESS message {@link
+   * #parseReplicaState} reads.
+   */
+  public static byte[] encodeReplicaState(ExtendedBlock block, Token<BlockTokenIdentifier> token) {
+    ByteArrayOutputStream body = new ByteArrayOutputStream(160);
+    body.write(EXT_REPLICA_STATE);
+    try {
+      OpRequestShortCircuitAccessProto.newBuilder()
+          .setHeader(
+              BaseHeaderProto.newBuilder()
+                  .setBlock(PBHelperClient.convert(block))
+                  .setToken(PBHelperClient.convert(token)))
+          .setMaxVersion(SHORT_CIRCUIT_ACCESS_VERSION)
+          .build()
+          .writeDelimitedTo(body);
+    } catch (IOException e) {
+      throw new IllegalStateException("writing to a byte array cannot fail", e);
+    }
+    return extensionFrame(body);
+  }
+
+  /**
+   * The replica state of a REPLICA_STATE answer's message, {@code gs=<n> state=<name> visible=<n>
+   * ondisk=<n> sum=<hex|->} (words in any order; unknown words are ignored, so a later shim may add
+   * some).
+   *
+   * @throws ProtocolException if a required word is missing or malformed
+   */
+  public static io.scr.core.read.TailSnapshot parseReplicaState(String message)
+      throws ProtocolException {
+    long gs = -1;
+    long visible = Long.MIN_VALUE;
+    long onDisk = -1;
+    String state = null;
+    byte[] sum = null;
+    try {
+      for (String word : message.trim().split("\\s+")) {
+        int eq = word.indexOf('=');
+        if (eq <= 0) {
+          continue;
+        }
+        String key = word.substring(0, eq);
+        String value = word.substring(eq + 1);
+        switch (key) {
+          case "gs":
+            gs = Long.parseLong(value);
+            break;
+          case "state":
+            state = value;
+            break;
+          case "visible":
+            visible = Long.parseLong(value);
+            break;
+          case "ondisk":
+            onDisk = Long.parseLong(value);
+            break;
+          case "sum":
+            if (!"-".equals(value)) {
+              if (value.length() % 2 != 0) {
+                throw new NumberFormatException("odd hex length: " + value);
+              }
+              sum = new byte[value.length() / 2];
+              for (int i = 0; i < sum.length; i++) {
+                sum[i] = (byte) Integer.parseInt(value.substring(2 * i, 2 * i + 2), 16);
+              }
+            }
+            break;
+          default:
+            break;
+        }
+      }
+    } catch (NumberFormatException e) {
+      throw new ProtocolException("malformed replica state \"" + message + "\": " + e.getMessage());
+    }
+    if (gs < 0 || state == null || visible == Long.MIN_VALUE || onDisk < 0) {
+      throw new ProtocolException("incomplete replica state \"" + message + "\"");
+    }
+    boolean beingWritten = !"FINALIZED".equals(state);
+    return new io.scr.core.read.TailSnapshot(gs, beingWritten, visible, onDisk, sum);
   }
 
   /** Op 88: releases one slot. */

@@ -55,6 +55,12 @@ public final class LocalBlockReader {
   /** The mapped-read policy, or null: every read is a {@code pread}. */
   private final MappedReads mapped;
 
+  /**
+   * Run by {@link #readVisible} between reading a tail's data and reading its checksums (tests
+   * only: a writer may move the tail there); null in production.
+   */
+  private volatile Runnable afterTailDataRead;
+
   /** A reader whose every read is a {@code pread}. */
   public LocalBlockReader() {
     this(null);
@@ -94,6 +100,176 @@ public final class LocalBlockReader {
     }
   }
 
+  /**
+   * Sets (or with null clears) what {@link #readVisible} runs between reading the data of a replica
+   * being written and reading its checksums: a seam for tests to move the tail in that window.
+   */
+  public void afterTailDataRead(Runnable hook) {
+    this.afterTailDataRead = hook;
+  }
+
+  /**
+   * Reads up to {@code dst.remaining()} bytes at {@code position} of a replica whose block is being
+   * written (opened with {@link ReplicaFiles#openGrowing}), never past {@code visibleLength} (the
+   * reader's visible length of the block) and never a byte not yet on disk.
+   *
+   * <p>With verification, whole chunks are verified against the meta file and the partial last
+   * chunk against {@code tail}, the DataNode's consistent in-memory pair (bytes on disk, last
+   * checksum); without a snapshot ({@code tail} null: a stock DataNode) only whole chunks below the
+   * block file's size are served, and a request that starts in the partial last chunk is refused
+   * with {@link TailNotReadyException.Reason#PARTIAL_CHUNK}. Without verification, every byte below
+   * both the visible length and the block file's size (below the snapshot's bytes on disk when
+   * there is one) is served.
+   *
+   * @return bytes read (at least one), or -1 at or past {@code visibleLength}
+   * @throws TailNotReadyException when nothing can be served now (never a corruption)
+   */
+  public int readVisible(
+      ReplicaFiles replica,
+      long position,
+      ByteBuffer dst,
+      long visibleLength,
+      TailSnapshot tail,
+      boolean verify,
+      ReadScratch s)
+      throws IOException {
+    if (position < 0) {
+      throw new IllegalArgumentException("negative block offset " + position);
+    }
+    if (position >= visibleLength) {
+      return -1;
+    }
+    int want = (int) Math.min(dst.remaining(), visibleLength - position);
+    if (want == 0) {
+      return 0;
+    }
+    MetaHeader header = replica.header();
+    int bpc = header.bytesPerChecksum();
+    long size = replica.data().size();
+    long onDisk = tail != null ? Math.min(tail.dataLength(), size) : size;
+    if (!verify || header.type() == MetaHeader.TYPE_NULL) {
+      int n = (int) Math.min(want, onDisk - position);
+      if (n <= 0) {
+        throw notOnDisk(replica, position, visibleLength, onDisk);
+      }
+      ByteBuffer data = s.data(bpc);
+      n = Math.min(n, data.capacity());
+      data.clear().limit(n);
+      int got = readFully(replica.data(), data, position, n);
+      if (got <= 0) {
+        throw notOnDisk(replica, position, visibleLength, position + got);
+      }
+      data.flip();
+      dst.put(data);
+      return got;
+    }
+    // Up to where the bytes can be verified: the snapshot's bytes on disk (its last checksum covers
+    // the partial chunk), else the last whole chunk on disk.
+    long verifiableEnd;
+    long stableSumsEnd; // below this every checksum in the meta file is final
+    boolean partialTail;
+    if (tail != null && tail.beingWritten()) {
+      verifiableEnd = tail.dataLength();
+      stableSumsEnd = verifiableEnd - verifiableEnd % bpc;
+      partialTail = stableSumsEnd < verifiableEnd;
+      if (partialTail && tail.lastChecksumSize() != header.checksumSize()) {
+        partialTail = false;
+        verifiableEnd = stableSumsEnd;
+      }
+      if (verifiableEnd > size) {
+        // A recovery truncated the file below what the snapshot saw: the snapshot is stale.
+        throw new TailNotReadyException(
+            TailNotReadyException.Reason.TAIL_MOVED,
+            replica.blockName() + " is " + size + " bytes on disk, less than " + tail);
+      }
+    } else if (tail != null) {
+      verifiableEnd = Math.min(tail.dataLength(), size); // finalized: every checksum is final
+      stableSumsEnd = verifiableEnd;
+      partialTail = false;
+    } else {
+      verifiableEnd = size - size % bpc;
+      stableSumsEnd = verifiableEnd;
+      partialTail = false;
+    }
+    long end = Math.min(position + want, verifiableEnd);
+    if (end <= position) {
+      if (tail == null && position < size) {
+        throw new TailNotReadyException(
+            TailNotReadyException.Reason.PARTIAL_CHUNK,
+            "block offset " + position + " of " + replica.blockName() + " is in its partial chunk");
+      }
+      throw notOnDisk(replica, position, visibleLength, verifiableEnd);
+    }
+    long alignedStart = position - position % bpc;
+    ByteBuffer data = s.data(bpc);
+    int chunksFit = Math.min(data.capacity() / bpc, ReadScratch.MAX_CHUNKS_PER_READ);
+    long alignedEnd = Math.min(((end + bpc - 1) / bpc) * bpc, verifiableEnd);
+    alignedEnd = Math.min(alignedEnd, alignedStart + (long) chunksFit * bpc);
+    end = Math.min(end, alignedEnd);
+    int span = (int) (alignedEnd - alignedStart);
+    data.clear().limit(span);
+    int n = readFully(replica.data(), data, alignedStart, span);
+    if (n < span) {
+      throw notOnDisk(replica, alignedStart + n, visibleLength, alignedStart + span);
+    }
+    Runnable hook = afterTailDataRead;
+    if (hook != null) {
+      hook.run();
+    }
+    long wholeEnd = Math.min(alignedEnd, stableSumsEnd);
+    try {
+      if (wholeEnd > alignedStart) {
+        int wholeSpan = (int) (wholeEnd - alignedStart);
+        ByteBuffer sums = ChunkChecksums.readSums(replica, alignedStart, wholeSpan, s);
+        ChunkChecksums.verifyChunks(replica, data, 0, alignedStart, wholeSpan, sums, s, null);
+      }
+    } catch (org.apache.hadoop.fs.ChecksumException e) {
+      TailNotReadyException moved =
+          new TailNotReadyException(
+              TailNotReadyException.Reason.TAIL_MOVED,
+              "a chunk of " + replica.blockName() + " being written did not match its checksum");
+      moved.initCause(e);
+      throw moved;
+    }
+    if (partialTail && alignedEnd > stableSumsEnd) {
+      java.util.zip.Checksum crc = header.type() == MetaHeader.TYPE_CRC32C ? s.crc32c : s.crc32;
+      crc.reset();
+      int from = (int) (stableSumsEnd - alignedStart);
+      data.limit((int) (alignedEnd - alignedStart)).position(from);
+      crc.update(data);
+      if ((int) crc.getValue() != tail.lastChecksumInt()) {
+        throw new TailNotReadyException(
+            TailNotReadyException.Reason.TAIL_MOVED,
+            "the partial last chunk of "
+                + replica.blockName()
+                + " at block offset "
+                + stableSumsEnd
+                + " does not match "
+                + tail);
+      }
+    }
+    int from = (int) (position - alignedStart);
+    data.limit((int) (end - alignedStart)).position(from);
+    int got = (int) (end - position);
+    dst.put(data);
+    return got;
+  }
+
+  private static TailNotReadyException notOnDisk(
+      ReplicaFiles replica, long position, long visibleLength, long onDisk) {
+    return new TailNotReadyException(
+        TailNotReadyException.Reason.NOT_ON_DISK,
+        "block offset "
+            + position
+            + " of "
+            + replica.blockName()
+            + " is visible (visible length "
+            + visibleLength
+            + ") but only "
+            + onDisk
+            + " bytes are on disk with their checksums");
+  }
+
   private int readChecked(
       ReplicaFiles replica,
       long position,
@@ -115,7 +291,8 @@ public final class LocalBlockReader {
     }
     MetaHeader header = replica.header();
     int bpc = header.bytesPerChecksum();
-    ByteBuffer map = mapped == null ? null : mapping(replica, position, want, bpc, s);
+    ByteBuffer map =
+        mapped == null || replica.isGrowing() ? null : mapping(replica, position, want, bpc, s);
     boolean viaScratch = !dst.isDirect() && want <= s.size();
     if (!verify || header.type() == MetaHeader.TYPE_NULL) {
       if (viaScratch && map == null) {

@@ -80,6 +80,13 @@ public final class ReplicaFiles implements Closeable {
   private volatile boolean closed;
 
   /**
+   * Whether the replica was opened while its block was being written ({@link #openGrowing}): its
+   * files may still grow, its last checksum may be rewritten in place, so checksums are always
+   * pread and the block file is never mapped.
+   */
+  private final boolean growing;
+
+  /**
    * The block file mapped read-only for zero-copy and mapped reads; null until {@link #mapData} or
    * {@link #mapForReads} maps it. Written once, under this object's monitor; read without it by
    * {@link #dataMapping()} (volatile), which is how a mapped read finds it without a lock.
@@ -111,7 +118,7 @@ public final class ReplicaFiles implements Closeable {
    */
   public ReplicaFiles(
       FileChannel data, FileChannel meta, MetaHeader header, long length, String blockName) {
-    this(data, meta, header, length, blockName, null, null);
+    this(data, meta, header, length, blockName, null, null, false);
   }
 
   private ReplicaFiles(
@@ -121,7 +128,9 @@ public final class ReplicaFiles implements Closeable {
       long length,
       String blockName,
       ByteBuffer sums,
-      MappedByteBuffer sumsMapping) {
+      MappedByteBuffer sumsMapping,
+      boolean growing) {
+    this.growing = growing;
     this.data = data;
     this.meta = meta;
     this.header = header;
@@ -173,11 +182,38 @@ public final class ReplicaFiles implements Closeable {
       if (sums != null) {
         meta.close(); // the copy or the mapping holds the checksums; one fd less per replica
       }
-      return new ReplicaFiles(data, meta, header, dataLength, blockName, sums, mapped);
+      return new ReplicaFiles(data, meta, header, dataLength, blockName, sums, mapped, false);
     } catch (IOException | RuntimeException e) {
       if (mapped != null) {
         ChecksumMappings.release(mapped);
       }
+      try {
+        data.close();
+      } finally {
+        meta.close();
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Opens the replica of a block being written (an RBW replica) from its two channels: reads only
+   * the meta header and keeps both channels, because the block and meta files still grow and the
+   * meta file's last checksum is rewritten in place while the last chunk fills. Checksums are then
+   * always pread, the block file is never mapped, and {@link #length()} is the block file's size at
+   * each call (one {@code fstat}). Reads of such a replica are bounded by the caller's visible
+   * length ({@link LocalBlockReader#readVisible}). On failure both channels are closed.
+   */
+  public static ReplicaFiles openGrowing(FileChannel data, FileChannel meta, String blockName)
+      throws IOException {
+    try {
+      UninterruptibleChannels.apply(data);
+      UninterruptibleChannels.apply(meta);
+      ByteBuffer head = ByteBuffer.allocate(MetaHeader.HEADER_BYTES);
+      readUntil(meta, head, MetaHeader.HEADER_BYTES);
+      MetaHeader header = MetaHeader.parse(ByteBuffer.wrap(head.array(), 0, head.position()));
+      return new ReplicaFiles(data, meta, header, data.size(), blockName, null, null, true);
+    } catch (IOException | RuntimeException e) {
       try {
         data.close();
       } finally {
@@ -275,9 +311,25 @@ public final class ReplicaFiles implements Closeable {
     return header;
   }
 
-  /** Bytes in the data file when opened. */
+  /**
+   * Bytes in the data file when opened; for a replica opened while being written ({@link
+   * #isGrowing()}), the block file's size now (an {@code fstat}; the size when opened if that
+   * fails, e.g. on a closed channel, which the read then meets).
+   */
   public long length() {
+    if (growing) {
+      try {
+        return data.size();
+      } catch (IOException e) {
+        return length;
+      }
+    }
     return length;
+  }
+
+  /** Whether the replica was opened while its block was being written ({@link #openGrowing}). */
+  public boolean isGrowing() {
+    return growing;
   }
 
   /** The block, for error messages. */
@@ -313,6 +365,9 @@ public final class ReplicaFiles implements Closeable {
    * @throws IOException if its size cannot be read (the channel was closed)
    */
   public ByteBuffer mapData(long offset, int length, MappingBudget budget) throws IOException {
+    if (growing) {
+      return null; // a mapping of a growing file's size now would never cover what it grows by
+    }
     if (offset < 0 || length <= 0 || offset + length > this.length) {
       throw new IllegalArgumentException(
           "range [" + offset + ", +" + length + ") is outside " + blockName + " of " + this.length);
@@ -379,6 +434,9 @@ public final class ReplicaFiles implements Closeable {
   }
 
   private synchronized MappedByteBuffer dataMapping(MappingBudget budget) {
+    if (growing) {
+      return null;
+    }
     if (dataMap != null || closed || dataMapFailed || !ChecksumMappings.isAvailable()) {
       return closed ? null : dataMap;
     }

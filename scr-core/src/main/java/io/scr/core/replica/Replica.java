@@ -84,6 +84,14 @@ public final class Replica implements CachedValue {
    */
   private final AtomicBoolean unreadPrefetch;
 
+  /**
+   * The latest replica state its DataNode reported, for a replica of a block being written ({@link
+   * TailReads}); null until asked. Written by any reader, racily: every snapshot stays true for the
+   * bytes it covers, so a reader that replaces a newer one with an older one only costs the next
+   * reader a request.
+   */
+  volatile io.scr.core.read.TailSnapshot tail;
+
   Replica(
       String socketPath,
       ReplicaFiles files,

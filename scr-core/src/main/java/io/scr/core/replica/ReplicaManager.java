@@ -116,18 +116,20 @@ public final class ReplicaManager implements Closeable {
             b.ticker,
             TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs),
             b.slotWaitMs);
+    LocalBlockReader reader = new LocalBlockReader(b.mappedReads);
     this.source =
         new ReplicaSource(
             b.name,
             cache,
-            new LocalBlockReader(b.mappedReads),
+            reader,
             b.scratchBytes,
             opener,
             b.backoff,
             absent,
             b.counters,
             b.fallbacks,
-            b.missHook);
+            b.missHook,
+            new TailReads(reader, b.pool, extensions, cache));
     this.prefetcher =
         new Prefetcher(
             cache,

@@ -90,7 +90,21 @@ final class ReplicaOpener {
   Replica open(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
       throws IOException {
-    if (!pendingOpens.isEmpty()) {
+    return open(block, token, socketPath, prefetched, false);
+  }
+
+  /**
+   * As {@link #open(ExtendedBlock, Token, String, boolean)}; {@code growing} opens the replica of a
+   * block being written ({@link ReplicaFiles#openGrowing}), which a batched prefetch never holds.
+   */
+  Replica open(
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      boolean prefetched,
+      boolean growing)
+      throws IOException {
+    if (!growing && !pendingOpens.isEmpty()) {
       PendingOpen pending =
           pendingOpens.get(new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath));
       if (pending != null) {
@@ -114,14 +128,18 @@ final class ReplicaOpener {
     }
     long start = ticker.read();
     try {
-      return openTimed(block, token, socketPath, prefetched);
+      return openTimed(block, token, socketPath, prefetched, growing);
     } finally {
       counters.recordReplicaOpen(ticker.read() - start);
     }
   }
 
   private Replica openTimed(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, boolean prefetched)
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      boolean prefetched,
+      boolean growing)
       throws IOException {
     long t0 = ticker.read();
     DataNodeEndpoint endpoint = endpoints.endpoint(socketPath);
@@ -137,8 +155,11 @@ final class ReplicaOpener {
       long t2 = ticker.read();
       FileChannel data = new FileInputStream(fds[0]).getChannel();
       FileChannel meta = new FileInputStream(fds[1]).getChannel();
+      String name = block.getBlockPoolId() + ":" + block.getBlockName();
       ReplicaFiles files =
-          ReplicaFiles.open(data, meta, block.getBlockPoolId() + ":" + block.getBlockName());
+          growing
+              ? ReplicaFiles.openGrowing(data, meta, name)
+              : ReplicaFiles.open(data, meta, name);
       counters.recordOpenPhase(ClientCounters.OpenPhase.SLOT, t1 - t0);
       counters.recordOpenPhase(ClientCounters.OpenPhase.EXCHANGE, t2 - t1);
       counters.recordOpenPhase(ClientCounters.OpenPhase.FILES, ticker.read() - t2);

@@ -79,6 +79,7 @@ public final class ReplicaSource {
   private final ClientCounters counters;
   private final Consumer<FallbackReason> fallbacks;
   private final MissHook missHook;
+  private final TailReads tailReads;
 
   /** Set by {@link #close()}: every later lease is a {@code CLOSED} fallback. */
   private volatile boolean closed;
@@ -93,7 +94,9 @@ public final class ReplicaSource {
       AbsentReplicas absent,
       ClientCounters counters,
       Consumer<FallbackReason> fallbacks,
-      MissHook missHook) {
+      MissHook missHook,
+      TailReads tailReads) {
+    this.tailReads = tailReads;
     this.name = name;
     this.cache = cache;
     this.reader = reader;
@@ -149,6 +152,24 @@ public final class ReplicaSource {
       String socketPath,
       String fileName)
       throws IOException {
+    return lease(context, block, token, socketPath, fileName, false);
+  }
+
+  /**
+   * As {@link #lease(ReadContext, ExtendedBlock, Token, String, String)}; {@code beingWritten}
+   * leases the replica of a block being written: one opened for it ({@link
+   * io.scr.core.read.ReplicaFiles#openGrowing}), read with {@link TailReads#read}. A cached replica
+   * of the same generation stamp opened while its block was complete cannot be (an append bumps the
+   * generation stamp); one that was is replaced.
+   */
+  public ReplicaLease lease(
+      ReadContext context,
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      String fileName,
+      boolean beingWritten)
+      throws IOException {
     if (closed) {
       fallbacks.accept(FallbackReason.CLOSED);
       return null;
@@ -162,7 +183,7 @@ public final class ReplicaSource {
     lease.readOn(context);
     // On null or an exception the spare is dropped rather than kept: it is closed then, but a
     // failure path is not worth proving that for.
-    return lease(lease, block, token, socketPath, fileName, fallbacks);
+    return lease(lease, block, token, socketPath, fileName, fallbacks, beingWritten);
   }
 
   /**
@@ -216,7 +237,7 @@ public final class ReplicaSource {
       return null;
     }
     LeasedReplica lease = reuse == null ? new LeasedReplica(this, reader) : reusable(reuse);
-    return lease(lease, block, token, socketPath, fileName, onFallback);
+    return lease(lease, block, token, socketPath, fileName, onFallback, false);
   }
 
   private ReplicaLease lease(
@@ -225,20 +246,31 @@ public final class ReplicaSource {
       Token<BlockTokenIdentifier> token,
       String socketPath,
       String fileName,
-      Consumer<FallbackReason> onFallback)
+      Consumer<FallbackReason> onFallback,
+      boolean beingWritten)
       throws IOException {
     ReplicaKey key = lease.probe(block.getBlockPoolId(), block.getBlockId(), socketPath);
     // The hit path: lock-free, no I/O, no allocation with a reused lease; no backoff check either
     // (a cached replica whose slot is still VALID is good whatever its socket is doing now).
     if (cache.leaseIfPresent(key, lease)) {
-      if (lease.value().generationStamp() == block.getGenerationStamp()) {
+      if (fits(lease.value(), block, beingWritten)) {
         lease.opened(fileName);
         countPrefetchHit(lease.value());
         return lease;
       }
       lease.close();
     }
-    return leaseOnMiss(block, token, socketPath, fileName, lease, onFallback);
+    return leaseOnMiss(block, token, socketPath, fileName, lease, onFallback, beingWritten);
+  }
+
+  /**
+   * Whether a cached replica serves a read of {@code block}: same generation stamp, and opened for
+   * a growing file when the block is being written (a replica opened while its block was being
+   * written serves later reads of the finalized block too: its length is the file's size now).
+   */
+  private static boolean fits(Replica r, ExtendedBlock block, boolean beingWritten) {
+    return r.generationStamp() == block.getGenerationStamp()
+        && (!beingWritten || r.files().isGrowing());
   }
 
   private ReplicaLease leaseOnMiss(
@@ -247,7 +279,8 @@ public final class ReplicaSource {
       String socketPath,
       String fileName,
       LeasedReplica lease,
-      Consumer<FallbackReason> fallbacks)
+      Consumer<FallbackReason> fallbacks,
+      boolean beingWritten)
       throws IOException {
     if (backoff.isBackingOff(socketPath)) {
       fallbacks.accept(FallbackReason.BACKING_OFF);
@@ -263,7 +296,7 @@ public final class ReplicaSource {
     ReplicaKey key = new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath);
     for (int attempt = 0; attempt < 2; attempt++) {
       try {
-        cache.lease(key, k -> opener.open(block, token, socketPath, false), lease);
+        cache.lease(key, k -> opener.open(block, token, socketPath, false, beingWritten), lease);
       } catch (FdBudgetExhaustedException e) {
         fallbacks.accept(FallbackReason.FD_BUDGET);
         return null;
@@ -278,7 +311,7 @@ public final class ReplicaSource {
         fallbacks.accept(FallbackReason.CLOSED);
         return null;
       }
-      if (lease.value().generationStamp() == block.getGenerationStamp()) {
+      if (fits(lease.value(), block, beingWritten)) {
         lease.opened(fileName);
         countPrefetchHit(lease.value()); // a reader that waited for a prefetch's load
         return lease;
@@ -311,6 +344,19 @@ public final class ReplicaSource {
       }
     }
     return null;
+  }
+
+  /** How leases of blocks being written are read (up to the reader's visible length). */
+  public TailReads tailReads() {
+    return tailReads;
+  }
+
+  /**
+   * Sets (null clears) what reads of blocks being written run between reading the data and reading
+   * its checksums: a seam for tests that move the tail in that window.
+   */
+  public void afterTailDataRead(Runnable hook) {
+    reader.afterTailDataRead(hook);
   }
 
   /** A new, closed lease of this source (for callers that lease through the cache themselves). */

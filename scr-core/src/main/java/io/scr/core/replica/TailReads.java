@@ -1,0 +1,148 @@
+package io.scr.core.replica;
+
+import io.scr.cache.LeaseCache;
+import io.scr.core.ReplicaLease;
+import io.scr.core.net.DomainSocketPool;
+import io.scr.core.net.PeerExtensions;
+import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.core.read.LocalBlockReader;
+import io.scr.core.read.TailNotReadyException;
+import io.scr.core.read.TailSnapshot;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
+import org.apache.hadoop.security.token.Token;
+
+/**
+ * Short-circuit reads of the block being written, up to the reader's visible length: the lease's
+ * replica (opened for a growing file) read by {@link LocalBlockReader#readVisible}, with the
+ * DataNode's in-memory replica state when its peer offers it.
+ *
+ * <p><b>Mode B</b> (a shim advertising {@code replica-state}): the partial last chunk is verified
+ * against the DataNode's consistent (bytes on disk, last checksum) pair, asked over the pooled
+ * connection (op 127 REPLICA_STATE, one round trip, no fds) when a read needs bytes past the
+ * replica's latest snapshot and cached on the replica otherwise: a snapshot stays true for the
+ * bytes it covers. A tail that is visible but not on disk, or moved, is asked again, twice at most;
+ * then the read goes stock. A snapshot with another generation stamp (pipeline recovery, append)
+ * drops the cached replica: new fds need the block's new generation stamp.
+ *
+ * <p><b>Mode A</b> (a stock DataNode): its memory cannot be asked without a TCP round trip, so only
+ * whole chunks on disk are served; the partial last chunk (at most one chunk, the bytes a tailing
+ * reader reads last) goes stock, whose DataNode sends the in-memory checksum for it.
+ *
+ * <p>Never a corruption report: a mismatch in a block being written is the writer's race until the
+ * stock read, which verifies the same bytes, says otherwise.
+ *
+ * <p>Thread-safety: thread-safe; counters are adders, snapshots immutable.
+ */
+public final class TailReads {
+  private final LocalBlockReader reader;
+  private final DomainSocketPool pool;
+  private final PeerExtensions extensions;
+  private final LeaseCache<ReplicaKey, Replica> cache;
+  private final LongAdder stateRequests = new LongAdder();
+  private final LongAdder notReady = new LongAdder();
+
+  /** Snapshots asked per read at most (a first one and two after a tail that moved). */
+  static final int MAX_STATE_REQUESTS_PER_READ = 3;
+
+  TailReads(
+      LocalBlockReader reader,
+      DomainSocketPool pool,
+      PeerExtensions extensions,
+      LeaseCache<ReplicaKey, Replica> cache) {
+    this.reader = reader;
+    this.pool = pool;
+    this.extensions = extensions;
+    this.cache = cache;
+  }
+
+  /**
+   * Reads up to {@code dst.remaining()} bytes at {@code blockOffset} of the block being written
+   * that {@code lease} (from {@link ReplicaSource#lease(ReadContext, ExtendedBlock, Token, String,
+   * String, boolean)} with {@code beingWritten}) holds, never past {@code visibleLength}.
+   *
+   * @param block the block as the reader knows it (generation stamp, for the state request)
+   * @return bytes read (at least one), or -1 at or past the visible length
+   * @throws TailNotReadyException when nothing can be served short-circuit now (read it stock)
+   */
+  public int read(
+      ReplicaLease lease,
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      long blockOffset,
+      ByteBuffer dst,
+      long visibleLength,
+      boolean verify,
+      ReadContext context)
+      throws IOException {
+    LeasedReplica leased = (LeasedReplica) lease;
+    Replica replica = leased.value();
+    boolean snapshots = verify && extensions.features(replica.socketPath()).replicaState();
+    TailSnapshot tail = snapshots ? replica.tail : null;
+    long wanted = Math.min(blockOffset + dst.remaining(), visibleLength);
+    int requests = 0;
+    while (true) {
+      if (snapshots && (tail == null || (tail.beingWritten() && tail.dataLength() < wanted))) {
+        tail = askState(replica, block, token);
+        requests++;
+      }
+      try {
+        int n =
+            reader.readVisible(
+                replica.files(), blockOffset, dst, visibleLength, tail, verify, context.scratch());
+        if (n > 0) {
+          replica.counters().recordRead(n);
+        }
+        return n;
+      } catch (TailNotReadyException e) {
+        if (!snapshots || requests >= MAX_STATE_REQUESTS_PER_READ) {
+          notReady.increment();
+          throw e;
+        }
+        tail = null; // ask again: the DataNode is a write ahead
+      }
+    }
+  }
+
+  private TailSnapshot askState(
+      Replica replica, ExtendedBlock block, Token<BlockTokenIdentifier> token) throws IOException {
+    stateRequests.increment();
+    TailSnapshot tail;
+    try {
+      tail = ShortCircuitExchanges.replicaState(pool, replica.socketPath(), block, token);
+    } catch (java.io.EOFException e) {
+      extensions.extensionFailed(replica.socketPath(), "replica state request: " + e);
+      throw new TailNotReadyException(
+          TailNotReadyException.Reason.NOT_ON_DISK,
+          "the DataNode at " + replica.socketPath() + " did not answer a replica state request");
+    }
+    if (tail.generationStamp() != replica.generationStamp()) {
+      // Recovered or appended under the reader: these fds are of the old generation.
+      cache.invalidate(
+          new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), replica.socketPath()));
+      throw new TailNotReadyException(
+          TailNotReadyException.Reason.REPLICA_CHANGED,
+          "the replica of "
+              + block
+              + " at "
+              + replica.socketPath()
+              + " now has generation stamp "
+              + tail.generationStamp());
+    }
+    replica.tail = tail;
+    return tail;
+  }
+
+  /** Replica state requests sent (mode B). */
+  public long stateRequests() {
+    return stateRequests.sum();
+  }
+
+  /** Reads of a block being written that went stock for a reason of the writer's. */
+  public long notReadyCount() {
+    return notReady.sum();
+  }
+}
