@@ -216,43 +216,75 @@ public final class LocalBlockReader {
     if (hook != null) {
       hook.run();
     }
+    // Whole chunks against the meta file; the first that fails (or has no checksum yet) ends what
+    // this read serves: a writer's race, never a corruption here.
     long wholeEnd = Math.min(alignedEnd, stableSumsEnd);
-    try {
-      if (wholeEnd > alignedStart) {
-        int wholeSpan = (int) (wholeEnd - alignedStart);
-        ByteBuffer sums = ChunkChecksums.readSums(replica, alignedStart, wholeSpan, s);
-        ChunkChecksums.verifyChunks(replica, data, 0, alignedStart, wholeSpan, sums, s, null);
+    long verifiedEnd = alignedEnd;
+    if (wholeEnd > alignedStart) {
+      ByteBuffer sums;
+      try {
+        sums = ChunkChecksums.readSums(replica, alignedStart, (int) (wholeEnd - alignedStart), s);
+      } catch (org.apache.hadoop.fs.ChecksumException metaShort) {
+        // The first chunk whose checksum is not written yet, by the meta file's size now.
+        long sumsWritten =
+            (replica.meta().size() - header.checksumOffset(0)) / header.checksumSize();
+        long withSums = Math.max(0, sumsWritten) * bpc;
+        if (withSums <= alignedStart || withSums >= wholeEnd) {
+          throw tailMoved(replica, alignedStart, metaShort);
+        }
+        wholeEnd = withSums;
+        verifiedEnd = withSums;
+        sums = ChunkChecksums.readSums(replica, alignedStart, (int) (wholeEnd - alignedStart), s);
       }
-    } catch (org.apache.hadoop.fs.ChecksumException e) {
-      TailNotReadyException moved =
-          new TailNotReadyException(
-              TailNotReadyException.Reason.TAIL_MOVED,
-              "a chunk of " + replica.blockName() + " being written did not match its checksum");
-      moved.initCause(e);
-      throw moved;
+      try {
+        ChunkChecksums.verifyChunks(
+            replica, data, 0, alignedStart, (int) (wholeEnd - alignedStart), sums, s, null);
+      } catch (org.apache.hadoop.fs.ChecksumException e) {
+        if (e.getPos() <= position) {
+          throw tailMoved(replica, e.getPos(), e);
+        }
+        verifiedEnd = e.getPos(); // the chunks before the one that failed were verified
+      }
     }
-    if (partialTail && alignedEnd > stableSumsEnd) {
+    if (verifiedEnd == alignedEnd && partialTail && alignedEnd > stableSumsEnd) {
       java.util.zip.Checksum crc = header.type() == MetaHeader.TYPE_CRC32C ? s.crc32c : s.crc32;
       crc.reset();
-      int from = (int) (stableSumsEnd - alignedStart);
-      data.limit((int) (alignedEnd - alignedStart)).position(from);
+      data.limit((int) (alignedEnd - alignedStart)).position((int) (stableSumsEnd - alignedStart));
       crc.update(data);
       if ((int) crc.getValue() != tail.lastChecksumInt()) {
-        throw new TailNotReadyException(
-            TailNotReadyException.Reason.TAIL_MOVED,
-            "the partial last chunk of "
-                + replica.blockName()
-                + " at block offset "
-                + stableSumsEnd
-                + " does not match "
-                + tail);
+        if (stableSumsEnd <= position) {
+          throw new TailNotReadyException(
+              TailNotReadyException.Reason.TAIL_MOVED,
+              "the partial last chunk of "
+                  + replica.blockName()
+                  + " at block offset "
+                  + stableSumsEnd
+                  + " does not match "
+                  + tail);
+        }
+        verifiedEnd = stableSumsEnd;
       }
     }
+    end = Math.min(end, verifiedEnd);
     int from = (int) (position - alignedStart);
     data.limit((int) (end - alignedStart)).position(from);
     int got = (int) (end - position);
     dst.put(data);
     return got;
+  }
+
+  private static TailNotReadyException tailMoved(
+      ReplicaFiles replica, long offset, java.io.IOException cause) {
+    TailNotReadyException e =
+        new TailNotReadyException(
+            TailNotReadyException.Reason.TAIL_MOVED,
+            "the chunk at block offset "
+                + offset
+                + " of "
+                + replica.blockName()
+                + ", being written, has no matching checksum yet");
+    e.initCause(cause);
+    return e;
   }
 
   private static TailNotReadyException notOnDisk(
