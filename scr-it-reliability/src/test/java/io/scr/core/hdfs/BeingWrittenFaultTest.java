@@ -290,6 +290,7 @@ class BeingWrittenFaultTest {
         in.readFully(0, got);
         assertArrayEquals(Arrays.copyOf(data, first), got);
         assertEquals(-1, in.read(first, new byte[1], 0, 1));
+        assertTrue(shortCircuitBytes(in) >= 20 * CHUNK, "short-circuit " + shortCircuitBytes(in));
         assertEquals(0, unwrap(in).checksumFallbacks());
       }
       try (FSDataInputStream in = fs.open(path)) {
