@@ -143,18 +143,18 @@ abstract class BeingWrittenReadContract {
 
   /**
    * The writer extends the partial last chunk (and the DataNode rewrites its checksum in place)
-   * between the reader's data read and its checksum read, on every read attempt (three times at
-   * most, 100 bytes each: the chunk stays partial): the bytes returned are the written ones,
-   * nothing is reported corrupt, and in mode B they are all short-circuit, the tail chunk verified
-   * against the checksum the DataNode holds for the length read (the meta file's checksum is for a
-   * longer chunk by then, every time).
+   * between the reader's data read and its checksum read, on every read attempt (a byte each time,
+   * 300 times at most: the chunk stays partial): the bytes returned are the written ones, nothing
+   * is reported corrupt, and in mode B they are all short-circuit, the tail chunk verified against
+   * the checksum the DataNode holds for the length read (the meta file's checksum is for a longer
+   * chunk by then, every time).
    */
   @Test
   void lastChecksumRewrittenBetweenDataAndChecksumReads() throws IOException {
     Path path = new Path("/being-written/rewrite-" + dfs().mode());
     byte[] data = new byte[3 * CHUNK + 200];
     new Random(5).nextBytes(data);
-    byte[] more = new byte[100];
+    byte[] more = new byte[1];
     new Random(6).nextBytes(more);
     ScrFileSystem fs = scrFileSystem();
     AtomicInteger moves = new AtomicInteger();
@@ -166,7 +166,7 @@ abstract class BeingWrittenReadContract {
             .replicaSource()
             .afterTailDataRead(
                 () -> {
-                  if (moves.incrementAndGet() <= 3) {
+                  if (moves.incrementAndGet() <= 300) {
                     try {
                       out.write(more);
                       out.hflush(); // the DataNode rewrites the last checksum in place
