@@ -200,11 +200,15 @@ public final class Replica implements CachedValue {
    * Orphans the replica at {@code nowNanos}: it stays valid for the stale threshold, or until
    * re-validated or dropped. Called before the slot pool invalidates the dead segment's slots.
    *
-   * @return false if it was already orphaned, or closed, or cannot be re-validated
+   * <p>The replica of a block being written (its files opened growing) is never orphaned: a
+   * DataNode that restarts may truncate it in place or reload it with a new length (block
+   * recovery), so without its DataNode nothing vouches for its bytes past the last read.
+   *
+   * @return false if it was already orphaned, or closed, or cannot be re-validated, or is growing
    */
   boolean orphan(long nowNanos) {
     synchronized (this) {
-      if (closed || orphaned || block == null || slot == null) {
+      if (closed || orphaned || block == null || slot == null || files.isGrowing()) {
         return false;
       }
       orphanStaleAtNanos = nowNanos + staleAfterNanos;

@@ -237,6 +237,40 @@ class OrphanedReplicasStockScrTest {
   }
 
   @Test
+  void theReplicaOfABlockBeingWrittenIsNeverOrphaned() throws Exception {
+    String file = "/outlive/growing";
+    byte[] data = new byte[BLOCK / 2 + 513];
+    new java.util.Random(7).nextBytes(data);
+    try (org.apache.hadoop.fs.FSDataOutputStream out =
+            DFS.dfs().fileSystem().create(new Path(file), true);
+        ReplicaManager m = manager("outlive-growing", true)) {
+      out.write(data);
+      out.hflush();
+      LocatedBlock lb = blocks(file).get(0);
+      ReadContext context = m.source().readContext();
+      ReplicaLease lease =
+          m.source()
+              .lease(
+                  context, lb.getBlock(), lb.getBlockToken(), DFS.dfs().socketPath(0), file, true);
+      assertNotNull(lease, "a short-circuit lease of the block being written");
+      Replica replica = ((LeasedReplica) lease).value();
+      m.source().release(context, lease);
+      assertTrue(replica.files().isGrowing(), "opened for a growing file");
+      Slot slot = replica.slot();
+      assertNotNull(slot, "the growing replica holds a slot");
+      DomainConnection c =
+          m.endpoint(DFS.dfs().socketPath(0)).segmentConnection(slot.segment().id());
+
+      SegmentConnections.endOfStreamWithoutTheDataNode(c);
+
+      // Without its DataNode nothing vouches for a replica being written: it goes stale at once.
+      assertTrue(waitFor(() -> !replica.isValid()) >= 0, "stale: " + replica);
+      assertFalse(replica.isOrphaned(), "not orphaned: " + replica);
+      assertEquals(0, counters.replicasOrphaned());
+    }
+  }
+
+  @Test
   void withTheKeyOffEveryReplicaOfAClosedSegmentGoesStale() throws Exception {
     String file = "/outlive/off";
     byte[] data = DFS.dfs().writeRandomFile(file, 2 * BLOCK, 6);
