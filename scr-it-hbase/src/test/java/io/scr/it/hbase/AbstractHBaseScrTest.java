@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
@@ -89,6 +90,16 @@ abstract class AbstractHBaseScrTest {
    * the RegionServer's keys never reach the DataNode, as on a real host with two files).
    */
   static void startCluster(DataNodeSide dataNode, ClientSide client) throws Exception {
+    startCluster(dataNode, client, c -> {});
+  }
+
+  /**
+   * As {@link #startCluster(DataNodeSide, ClientSide)}, with {@code regionServer} adding keys to
+   * the RegionServer's hbase-site.xml.
+   */
+  static void startCluster(
+      DataNodeSide dataNode, ClientSide client, Consumer<Configuration> regionServer)
+      throws Exception {
     dataNodeSide = dataNode;
     clientSide = client;
     // sun_path holds 107 bytes: keep the socket under /tmp, created before the cluster starts.
@@ -137,9 +148,15 @@ abstract class AbstractHBaseScrTest {
     } else {
       conf.set("fs.hdfs.impl", "io.scr.core.hdfs.ScrFileSystem");
     }
+    regionServer.accept(conf);
     util.startMiniZKCluster();
     util.startMiniHBaseCluster(
         StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
+  }
+
+  /** The running cluster's testing utility. */
+  static HBaseTestingUtility util() {
+    return util;
   }
 
   @AfterAll
