@@ -222,7 +222,7 @@ public class TailReadBenchmark {
     long[] sorted = Arrays.copyOf(lags, lagCount);
     Arrays.sort(sorted);
     System.out.printf(
-        "%nTAIL path=%s records=%d lag_p50_us=%.1f lag_p99_us=%.1f sc_share=%.1f%% "
+        "%nTAIL path=%s records=%d lag_p50_us=%.1f lag_p99_us=%.1f sc_share=%.2f%% "
             + "cpu_ms_per_mib=%.2f mib=%.1f polls=%d late_hflush=%d%n",
         path,
         lagCount,
