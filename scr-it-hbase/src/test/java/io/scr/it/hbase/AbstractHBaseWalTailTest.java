@@ -71,8 +71,13 @@ abstract class AbstractHBaseWalTailTest {
 
   static final AtomicInteger REPLICATED_CELLS = new AtomicInteger();
 
-  /** RegionServer keys (hbase-site.xml) for a replication source that polls its WAL quickly. */
-  static void replicationKeys(Configuration conf) {
+  /**
+   * RegionServer keys (hbase-site.xml): a client context of its own (the cluster tests of the same
+   * mode share a JVM, and an engine outlives its cluster there), and a replication source that
+   * polls its WAL quickly.
+   */
+  static void regionServerKeys(Configuration conf) {
+    conf.set("scr.client.context", conf.get("scr.client.context") + "-wal-tail");
     // The replication source's sleep when it reached the end of the WAL (default 1 s).
     conf.setLong("replication.source.sleepforretries", 100);
     conf.setInt("replication.source.maxretriesmultiplier", 1);

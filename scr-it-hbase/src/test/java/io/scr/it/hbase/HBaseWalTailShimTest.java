@@ -9,6 +9,6 @@ class HBaseWalTailShimTest extends AbstractHBaseWalTailTest {
     AbstractHBaseScrTest.startCluster(
         AbstractHBaseScrTest.DataNodeSide.SHIM,
         AbstractHBaseScrTest.ClientSide.SCR_FILE_SYSTEM,
-        AbstractHBaseWalTailTest::replicationKeys);
+        AbstractHBaseWalTailTest::regionServerKeys);
   }
 }

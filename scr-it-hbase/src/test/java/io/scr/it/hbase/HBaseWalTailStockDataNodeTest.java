@@ -12,6 +12,6 @@ class HBaseWalTailStockDataNodeTest extends AbstractHBaseWalTailTest {
     AbstractHBaseScrTest.startCluster(
         AbstractHBaseScrTest.DataNodeSide.STOCK,
         AbstractHBaseScrTest.ClientSide.SCR_FILE_SYSTEM,
-        AbstractHBaseWalTailTest::replicationKeys);
+        AbstractHBaseWalTailTest::regionServerKeys);
   }
 }
