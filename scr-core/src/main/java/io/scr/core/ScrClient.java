@@ -3,6 +3,9 @@ package io.scr.core;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
+import io.scr.core.health.DataNodeHealth;
+import io.scr.core.health.HealthPolicy;
+import io.scr.core.health.PathHealth;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.core.metrics.EngineState;
@@ -155,6 +158,7 @@ public final class ScrClient implements Closeable, EngineState {
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
             .fallbacks(fallbacks)
             .counters(counters)
+            .health(DataNodeHealth.shared(HealthPolicy.from(conf)))
             .build();
     this.source = replicas.source();
     this.accessorLeases = new AccessorLeases(replicas, sockets, fallbacks);
@@ -244,6 +248,20 @@ public final class ScrClient implements Closeable, EngineState {
    */
   public List<String> localSocketPaths() {
     return sockets.localSocketPaths();
+  }
+
+  /**
+   * The health of the local DataNodes, shared by every engine of the process: whether a DataNode
+   * socket admits new replica opens now ({@link DataNodeHealth#admitsNewOpens}).
+   */
+  public DataNodeHealth dataNodeHealth() {
+    return replicas.health();
+  }
+
+  /** Every DataNode socket's health (process-wide), for metrics and {@code scr doctor}. */
+  @Override
+  public List<PathHealth.Status> healthStatus() {
+    return replicas.health().snapshot();
   }
 
   /** Whether {@code path} is backing off now (for callers that choose the path themselves). */

@@ -82,10 +82,23 @@ public final class DomainSocketPool implements Closeable {
    * @throws IOException what the exchange threw on a fresh connection
    */
   public <T> T call(String path, Exchange<T> exchange) throws IOException {
+    return call(path, 0, exchange);
+  }
+
+  /**
+   * As {@link #call(String, Exchange)}, with the connect and every read and write of the exchange
+   * bounded by {@code deadlineMs} as well as by the pool's timeouts (the DataNode's health
+   * deadline: a hung DataNode costs that long, not the socket timeout).
+   *
+   * @param deadlineMs the bound (ms), or 0 for the pool's timeouts alone
+   */
+  public <T> T call(String path, int deadlineMs, Exchange<T> exchange) throws IOException {
+    int readMs = deadlineMs > 0 ? Math.min(deadlineMs, readTimeoutMs) : readTimeoutMs;
     DomainConnection c = pollIdle(path);
     if (c != null) {
       reuses.incrementAndGet();
       try {
+        c.soTimeout(readMs);
         return runAndReturn(c, exchange);
       } catch (SocketTimeoutException
           | io.scr.core.protocol.ProtocolException
@@ -97,7 +110,10 @@ public final class DomainSocketPool implements Closeable {
         staleRetries.incrementAndGet();
       }
     }
-    return runAndReturn(connect(path), exchange);
+    DomainConnection fresh =
+        connect(path, deadlineMs > 0 ? Math.min(deadlineMs, connectTimeoutMs) : connectTimeoutMs);
+    fresh.soTimeout(readMs);
+    return runAndReturn(fresh, exchange);
   }
 
   /**
@@ -135,6 +151,10 @@ public final class DomainSocketPool implements Closeable {
    * @throws DomainConnectException naming the path and the likely remedy
    */
   public DomainConnection connect(String path) throws IOException {
+    return connect(path, connectTimeoutMs);
+  }
+
+  private DomainConnection connect(String path, int connectMs) throws IOException {
     if (closed.get()) {
       throw new IOException("the domain socket pool is closed");
     }
@@ -144,8 +164,8 @@ public final class DomainSocketPool implements Closeable {
       // on a listener whose backlog is full (a DataNode not accepting: hung, or at its open-file
       // limit) it blocked for as long as that lasted. The kernel bounds that wait by the send
       // timeout, which SO_TIMEOUT sets too; EAGAIN then surfaces as SocketTimeoutException.
-      socket.setSoTimeout(connectTimeoutMs);
-      socket.connect(AFUNIXSocketAddress.of(new File(path)), connectTimeoutMs);
+      socket.setSoTimeout(connectMs);
+      socket.connect(AFUNIXSocketAddress.of(new File(path)), connectMs);
       socket.setSoTimeout(readTimeoutMs);
       connects.incrementAndGet();
       return new DomainConnection(path, socket, ticker.read());
@@ -219,6 +239,12 @@ public final class DomainSocketPool implements Closeable {
 
   private void giveBack(DomainConnection c) {
     if (!c.isReusable() || closed.get() || maxIdlePerPath <= 0) {
+      c.close();
+      return;
+    }
+    try {
+      c.soTimeout(readTimeoutMs); // the next borrower may not bound its exchange
+    } catch (IOException e) {
       c.close();
       return;
     }
