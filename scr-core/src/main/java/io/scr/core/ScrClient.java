@@ -133,8 +133,10 @@ public final class ScrClient implements Closeable, EngineState {
     base.put(FailureClass.IO, ScrKeys.BACKOFF_IO_SECONDS.get(conf));
     base.put(FailureClass.SHM, ScrKeys.BACKOFF_SHM_SECONDS.get(conf));
     this.backoff = new PathBackoff(ticker, base, ScrKeys.BACKOFF_MAX_SECONDS.get(conf));
+    DataNodeHealth health = DataNodeHealth.shared(HealthPolicy.from(conf));
     DomainSocketPool pool =
         DomainSocketPool.newBuilder()
+            .deadlines(health.segmentDeadlines())
             .connectTimeoutMs(ScrKeys.NET_CONNECT_TIMEOUT_MS.get(conf))
             .readTimeoutMs(ScrKeys.netReadTimeoutMs(conf))
             .maxIdlePerPath(ScrKeys.NET_POOL_MAX_IDLE.get(conf))
@@ -158,7 +160,7 @@ public final class ScrClient implements Closeable, EngineState {
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
             .fallbacks(fallbacks)
             .counters(counters)
-            .health(DataNodeHealth.shared(HealthPolicy.from(conf)))
+            .health(health)
             .build();
     this.source = replicas.source();
     this.accessorLeases = new AccessorLeases(replicas, sockets, fallbacks);

@@ -165,6 +165,25 @@ public final class DataNodeHealth {
         || (e instanceof DomainConnectException && e.getCause() instanceof SocketTimeoutException);
   }
 
+  /**
+   * The bound of shared-memory segment requests (op 89, the first exchange with a DataNode, made on
+   * a reader's thread when its slot pool starts): the path's deadline; one that waits it makes the
+   * path suspect like a timed-out fd request.
+   */
+  public io.scr.core.net.DomainSocketPool.Deadlines segmentDeadlines() {
+    return new io.scr.core.net.DomainSocketPool.Deadlines() {
+      @Override
+      public int deadlineMillis(String path) {
+        return DataNodeHealth.this.deadlineMillis(path);
+      }
+
+      @Override
+      public void timedOut(String path, String what) {
+        of(path).timedOut(what);
+      }
+    };
+  }
+
   /** The DataNode at {@code path} closed a connection scr did not close (a segment's). */
   public void faltered(String path, String what) {
     of(path).faltered(what);

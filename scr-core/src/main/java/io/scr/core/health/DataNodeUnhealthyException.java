@@ -11,8 +11,18 @@ import java.io.IOException;
 public final class DataNodeUnhealthyException extends IOException {
   private static final long serialVersionUID = 1L;
 
-  /** For the DataNode at {@code path}, in {@code state}. */
+  private final boolean timedOutHere;
+
+  /** For the DataNode at {@code path}, in {@code state}, known before the open began. */
   public DataNodeUnhealthyException(String path, HealthState state) {
+    this(path, state, false);
+  }
+
+  /**
+   * For the DataNode at {@code path}, in {@code state}; {@code timedOutHere}: this open's own
+   * request (a segment request) waited the whole deadline and made it so.
+   */
+  public DataNodeUnhealthyException(String path, HealthState state, boolean timedOutHere) {
     super(
         "DataNode at "
             + path
@@ -20,6 +30,12 @@ public final class DataNodeUnhealthyException extends IOException {
             + state.name().toLowerCase(java.util.Locale.ROOT)
             + ": replica not asked for there (read from another DataNode; see the DataNode"
             + " health in scr doctor --pid or the HealthState metric)");
+    this.timedOutHere = timedOutHere;
+  }
+
+  /** Whether this open waited the whole deadline itself (counted as a timeout, not a skip). */
+  public boolean timedOutHere() {
+    return timedOutHere;
   }
 
   @Override

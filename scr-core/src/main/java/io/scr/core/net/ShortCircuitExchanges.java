@@ -466,9 +466,25 @@ public final class ShortCircuitExchanges {
   public static ShmGrant requestShm(DomainSocketPool pool, String path, String clientName)
       throws IOException {
     DomainConnection c = pool.connect(path);
-    boolean ok = false;
     try {
       c.send(ShortCircuitProtocol.encodeRequestShm(clientName));
+    } catch (IOException | RuntimeException e) {
+      c.close();
+      throw e;
+    }
+    try {
+      return requestShm(c, path);
+    } catch (java.net.SocketTimeoutException e) {
+      // A segment request is the first exchange with a DataNode: its health hears of the hang.
+      pool.timedOut(path, "no answer to a shared-memory request: " + e.getMessage());
+      throw e;
+    }
+  }
+
+  /** Reads the answer to op 89 on {@code c}; closes {@code c} unless a segment was granted. */
+  private static ShmGrant requestShm(DomainConnection c, String path) throws IOException {
+    boolean ok = false;
+    try {
       ShortCircuitShmResponseProto resp = ShortCircuitProtocol.readShmResponse(c.in());
       if (resp.getStatus() != Status.SUCCESS) {
         throw new ShortCircuitRefusedException(

@@ -98,7 +98,9 @@ final class OpenFailures {
       return FallbackReason.DATANODE_TIMEOUT;
     }
     if (cause instanceof DataNodeUnhealthyException) {
-      return FallbackReason.DATANODE_UNHEALTHY;
+      return ((DataNodeUnhealthyException) cause).timedOutHere()
+          ? FallbackReason.DATANODE_TIMEOUT
+          : FallbackReason.DATANODE_UNHEALTHY;
     }
     if (cause instanceof InterruptedIOException) {
       throw (InterruptedIOException) cause;

@@ -171,6 +171,14 @@ final class ReplicaOpener {
     DataNodeEndpoint endpoint = endpoints.endpoint(socketPath);
     Slot slot = endpoint.allocateSlot();
     SlotPool slotPool = endpoint.slotPoolOrNull();
+    if (!health.admitsNewOpens(socketPath)) {
+      // The first segment request of this endpoint waited the whole deadline (it hangs): no fd
+      // request after it.
+      if (slot != null) {
+        slotPool.releaseUnregistered(slot);
+      }
+      throw new DataNodeUnhealthyException(socketPath, health.state(socketPath), true);
+    }
     FileDescriptor[] fds = new FileDescriptor[2];
     boolean registered = false;
     long t1 = ticker.read();

@@ -226,6 +226,12 @@ class HungLocalDataNodeTest {
         hung.add(new HungSocket(socket));
         assertNull(engine.lease(block, lb.getBlockToken(), socket), "times out once");
       }
+      assertEquals(2, engine.fallbackCount(FallbackReason.DATANODE_TIMEOUT), "one per DataNode");
+      int[] asked = new int[hung.size()];
+      for (int i = 0; i < asked.length; i++) {
+        asked[i] = hung.get(i).fake.requests(87) + hung.get(i).fake.requests(89);
+        assertEquals(1, asked[i], "the lease that timed out asked once (a segment or fds)");
+      }
       long t0 = System.nanoTime();
       Object accessor =
           new ScrReplicaAccessorBuilder()
@@ -240,8 +246,11 @@ class HungLocalDataNodeTest {
       long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       assertNull(accessor, "no local DataNode answers: stock reads the block");
       assertTrue(tookMs < 2000, "answered at once, no exchange started: " + tookMs + " ms");
-      for (HungSocket h : hung) {
-        assertEquals(1, h.fake.requests(87), "only the lease that timed out asked");
+      for (int i = 0; i < asked.length; i++) {
+        assertEquals(
+            asked[i],
+            hung.get(i).fake.requests(87) + hung.get(i).fake.requests(89),
+            "the accessor asked no DataNode that is not healthy");
       }
       assertTrue(engine.fallbackCount(FallbackReason.DATANODE_UNHEALTHY) >= 1);
     } finally {
