@@ -224,7 +224,14 @@ class HungLocalDataNodeTest {
     try {
       for (String socket : sockets) {
         hung.add(new HungSocket(socket));
+        long t0 = System.nanoTime();
         assertNull(engine.lease(block, lb.getBlockToken(), socket), "times out once");
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue(
+            tookMs < SOCKET_TIMEOUT_MS / 6,
+            "the endpoint's first exchange waited one deadline, not the socket timeout: "
+                + tookMs
+                + " ms");
       }
       assertEquals(2, engine.fallbackCount(FallbackReason.DATANODE_TIMEOUT), "one per DataNode");
       int[] asked = new int[hung.size()];
