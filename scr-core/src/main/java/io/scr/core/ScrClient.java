@@ -260,10 +260,13 @@ public final class ScrClient implements Closeable, EngineState {
     return replicas.health();
   }
 
-  /** Every DataNode socket's health (process-wide), for metrics and {@code scr doctor}. */
+  /**
+   * The health of the DataNode sockets this engine asked for replicas (the state is process-wide),
+   * for metrics, the summary line and {@code scr doctor}.
+   */
   @Override
   public List<PathHealth.Status> healthStatus() {
-    return replicas.health().snapshot();
+    return replicas.healthStatus();
   }
 
   /** Whether {@code path} is backing off now (for callers that choose the path themselves). */

@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * #faltered}). While a path is not healthy, a probe ({@link LivenessProbe}: the shim's PING, or a
  * stock op a DataNode answers without work) runs every {@code scr.client.health.probe.interval.ms}
  * on the injected {@link ProbeScheduler}; its answer makes the path healthy again. No probe runs
- * while every path is healthy.
+ * while every path is healthy, nor for a path no read asked about for {@value
+ * #PROBE_WHILE_ASKED_SECONDS} s (the next read that asks starts it again).
  *
  * <p><b>What reads it.</b> A replica open on a path that is not healthy is not attempted (the read
  * goes the stock way, counted as {@code DATANODE_UNHEALTHY}); {@code ScrFileSystem} streams also
@@ -104,10 +105,31 @@ public final class DataNodeHealth {
     return paths.computeIfAbsent(path, p -> new PathHealth(p, policy, ticker, () -> startProbe(p)));
   }
 
-  /** Whether a replica not open yet may be asked for at {@code path} now. */
+  /**
+   * How long a path that is not healthy is probed after the last read that asked about it: a
+   * DataNode nobody reads from (a socket left configured for a DataNode that is gone) is not probed
+   * for ever; the next read that asks starts the probe again.
+   */
+  static final long PROBE_WHILE_ASKED_SECONDS = 5;
+
+  static final long PROBE_WHILE_ASKED_NANOS =
+      java.util.concurrent.TimeUnit.SECONDS.toNanos(PROBE_WHILE_ASKED_SECONDS);
+
+  /**
+   * Whether a replica not open yet may be asked for at {@code path} now. A read that asks about a
+   * path that is not healthy keeps its probe going (and restarts one that stopped for want of
+   * readers).
+   */
   public boolean admitsNewOpens(String path) {
     PathHealth h = paths.get(path);
-    return h == null || h.state().admitsNewOpens();
+    if (h == null || h.state().admitsNewOpens()) {
+      return true;
+    }
+    h.askedAt(ticker.read());
+    if (!h.probing.get()) {
+      startProbe(path);
+    }
+    return false;
   }
 
   /** The state of {@code path} now ({@link HealthState#HEALTHY} for a path never used). */
@@ -239,14 +261,17 @@ public final class DataNodeHealth {
         }
       }
     }
-    if (h.state() != HealthState.HEALTHY) {
+    if (h.state() != HealthState.HEALTHY
+        && ticker.read() - h.askedAtNanos() < PROBE_WHILE_ASKED_NANOS) {
       scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
       return;
     }
-    probe.forget(path);
+    probe.forget(path); // healthy, or nobody asked for a while: the next ask starts again
     h.probing.set(false);
     // A change after the check above found the flag still set and scheduled nothing.
-    if (h.state() != HealthState.HEALTHY && h.probing.compareAndSet(false, true)) {
+    if (h.state() != HealthState.HEALTHY
+        && ticker.read() - h.askedAtNanos() < PROBE_WHILE_ASKED_NANOS
+        && h.probing.compareAndSet(false, true)) {
       scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
     }
   }

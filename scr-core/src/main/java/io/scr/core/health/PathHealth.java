@@ -73,6 +73,9 @@ public final class PathHealth {
   /** Whether the peer advertised the shim's PING (then probes use it). */
   private volatile boolean offersPing;
 
+  /** When a read last asked about this path while it was not healthy (ticker time). */
+  private volatile long askedAtNanos;
+
   /** Whether a probe of this path is scheduled or running ({@link DataNodeHealth}). */
   final java.util.concurrent.atomic.AtomicBoolean probing =
       new java.util.concurrent.atomic.AtomicBoolean();
@@ -207,6 +210,14 @@ public final class PathHealth {
     return policy;
   }
 
+  void askedAt(long nanos) {
+    askedAtNanos = nanos;
+  }
+
+  long askedAtNanos() {
+    return askedAtNanos;
+  }
+
   /** Counts one probe sent (or waited on) for this path. */
   void probed() {
     probes.increment();
@@ -218,6 +229,7 @@ public final class PathHealth {
     long held = now - changedAtNanos;
     state = to;
     changedAtNanos = now;
+    askedAtNanos = now; // the request that saw the change asked
     lastReason = why;
     entered.incrementAndGet(to.ordinal());
     return held;

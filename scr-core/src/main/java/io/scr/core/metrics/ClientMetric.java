@@ -277,7 +277,7 @@ public enum ClientMetric {
       "DataNodesNotHealthy",
       Kind.GAUGE,
       "datanodes",
-      "Local DataNode sockets that are suspect, unresponsive or dead now (process-wide)"),
+      "Local DataNode sockets this context reads from that are suspect, unresponsive or dead now"),
   // ---- per path (record ScrClientPath, tag Path) ----
   PATH_READS(
       "ShortCircuitReads",

@@ -306,7 +306,7 @@ public final class ClientSnapshot {
     return processFdLimit;
   }
 
-  /** Every local DataNode socket's health (process-wide), by path. */
+  /** The health of the DataNode sockets this engine asked for replicas (process-wide state). */
   public List<PathHealth.Status> health() {
     return health;
   }

@@ -45,7 +45,7 @@ public interface EngineState {
   /** Open replicas read now although their DataNode went away (orphaned). */
   int orphanedReplicas();
 
-  /** Every local DataNode socket's health (process-wide). */
+  /** The health of the DataNode sockets the engine asked for replicas (process-wide state). */
   default List<PathHealth.Status> healthStatus() {
     return java.util.Collections.emptyList();
   }

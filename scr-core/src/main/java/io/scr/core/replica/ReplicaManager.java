@@ -56,6 +56,7 @@ public final class ReplicaManager implements Closeable {
   private final PeerExtensions extensions;
   private final PathBackoff backoff;
   private final DataNodeHealth health;
+  private final ReplicaOpener opener;
   private final LeaseCache<ReplicaKey, Replica> cache;
   private final MappedReads mappedReads;
   private final AbsentReplicas absent;
@@ -113,7 +114,7 @@ public final class ReplicaManager implements Closeable {
             b.outliveDataNode,
             TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs));
     OpenFailures failures = new OpenFailures(b.backoff, endpoints::isClosing);
-    ReplicaOpener opener =
+    this.opener =
         new ReplicaOpener(
             b.pool,
             endpoints,
@@ -253,6 +254,14 @@ public final class ReplicaManager implements Closeable {
   /** The replica cache's counters. */
   public LeaseCacheStats cacheStats() {
     return cache.stats();
+  }
+
+  /**
+   * The health of the DataNode sockets this engine asked for replicas (the health itself is
+   * process-wide), for metrics.
+   */
+  public List<io.scr.core.health.PathHealth.Status> healthStatus() {
+    return opener.healthOfPathsAsked();
   }
 
   /** The DataNode health this manager consults and feeds (process-wide in production). */

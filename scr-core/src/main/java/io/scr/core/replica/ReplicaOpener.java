@@ -81,6 +81,31 @@ final class ReplicaOpener {
     return health;
   }
 
+  /**
+   * The socket paths this engine asked for replicas (whose health its metrics publish: the
+   * process-wide health knows every engine's paths).
+   */
+  private final java.util.Set<String> pathsAsked = ConcurrentHashMap.newKeySet();
+
+  /** Whether {@code path} admits new opens now; remembers that this engine uses it. */
+  boolean admitsNewOpens(String path) {
+    if (!pathsAsked.contains(path)) {
+      pathsAsked.add(path);
+    }
+    return health.admitsNewOpens(path);
+  }
+
+  /** The health of the paths this engine asked for replicas, by path. */
+  java.util.List<io.scr.core.health.PathHealth.Status> healthOfPathsAsked() {
+    java.util.List<io.scr.core.health.PathHealth.Status> out = new java.util.ArrayList<>();
+    for (io.scr.core.health.PathHealth.Status st : health.snapshot()) {
+      if (pathsAsked.contains(st.path())) {
+        out.add(st);
+      }
+    }
+    return out;
+  }
+
   /** Whether the engine is closing: a load that fails now failed because of it. */
   boolean isClosing() {
     return endpoints.isClosing();
@@ -148,7 +173,7 @@ final class ReplicaOpener {
               + block
               + " a moment ago: it holds no such replica (not asked again)");
     }
-    if (!health.admitsNewOpens(socketPath)) {
+    if (!admitsNewOpens(socketPath)) {
       // Not even a connect: a hung DataNode would hold this reader for the whole deadline.
       throw new DataNodeUnhealthyException(socketPath, health.state(socketPath));
     }

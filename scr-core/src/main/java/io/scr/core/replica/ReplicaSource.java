@@ -288,7 +288,7 @@ public final class ReplicaSource {
       fallbacks.accept(FallbackReason.BACKING_OFF);
       return null;
     }
-    if (!opener.health().admitsNewOpens(socketPath)) {
+    if (!opener.admitsNewOpens(socketPath)) {
       // Suspect, unresponsive or dead: the read goes to another replica at once; replicas open
       // already (the hit path above) keep reading.
       fallbacks.accept(FallbackReason.DATANODE_UNHEALTHY);

@@ -187,6 +187,23 @@ class DataNodeHealthTest {
   }
 
   @Test
+  void aDataNodeNoReadAsksAboutIsNotProbedForEverAndTheNextReadStartsItAgain() {
+    String path = dir.resolve("gone.sock").toString();
+    PathHealth h = health.of(path);
+    h.refused("connection refused");
+    runDueProbe();
+    assertEquals(HealthState.DEAD, h.state());
+    assertEquals(1, due.size(), "probed on while a read asked recently");
+    now.addAndGet(TimeUnit.SECONDS.toNanos(DataNodeHealth.PROBE_WHILE_ASKED_SECONDS + 1));
+    runDueProbe();
+    assertTrue(due.isEmpty(), "nobody asked for 6 s: the probe stops");
+    assertFalse(health.admitsNewOpens(path), "still dead as far as anyone knows");
+    assertEquals(1, due.size(), "a read that asks starts the probe again");
+    assertFalse(health.admitsNewOpens(path));
+    assertEquals(1, due.size(), "one probe per path");
+  }
+
+  @Test
   void aPeerThatAdvertisedPingIsProbedWithPing() throws Exception {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.answering(dir.resolve("dn.sock"))) {
       health.offersPing(dn.path(), true);
