@@ -269,6 +269,15 @@ public final class ScrClient implements Closeable, EngineState {
     return replicas.healthStatus();
   }
 
+  /**
+   * Whether the DataNode at {@code path} is suspect, unresponsive or dead now (process-wide): a
+   * caller that chooses among DataNodes (the stock read of a {@code ScrFileSystem} stream) prefers
+   * another.
+   */
+  public boolean isDataNodeUnwell(String path) {
+    return replicas.health().state(path) != io.scr.core.health.HealthState.HEALTHY;
+  }
+
   /** Whether {@code path} is backing off now (for callers that choose the path themselves). */
   public boolean isBackingOff(String path) {
     return backoff.isBackingOff(path);

@@ -110,7 +110,7 @@ final class ReadFailures {
   ReplicaLease noLease(BlockTable t, int i, IOException cause) {
     String path = t.socketPaths[i];
     if (scr.isBackingOff(path)
-        || !scr.dataNodeHealth().admitsNewOpens(path)
+        || scr.isDataNodeUnwell(path)
         || scr.absentReplicas().remembers(t.blocks[i].getBlock(), path)) {
       fallbacks.increment();
     } else {

@@ -653,7 +653,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
         continue;
       }
       String path = scr.socketPathOf(dn);
-      if (path != null && !scr.dataNodeHealth().admitsNewOpens(path)) {
+      if (path != null && scr.isDataNodeUnwell(path)) {
         if (unhealthy == null) {
           unhealthy = new ArrayList<>(1);
         }

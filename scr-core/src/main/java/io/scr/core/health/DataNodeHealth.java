@@ -34,9 +34,10 @@ import org.slf4j.LoggerFactory;
  * while every path is healthy, nor for a path no read asked about for {@value
  * #PROBE_WHILE_ASKED_SECONDS} s (the next read that asks starts it again).
  *
- * <p><b>What reads it.</b> A replica open on a path that is not healthy is not attempted (the read
- * goes the stock way, counted as {@code DATANODE_UNHEALTHY}); {@code ScrFileSystem} streams also
- * steer their stock reads to another replica; replicas already open keep reading.
+ * <p><b>What reads it.</b> A replica open on a path that is suspect or unresponsive is not
+ * attempted (the read goes the stock way, counted as {@code DATANODE_UNHEALTHY}; a dead path costs
+ * only a failed connect, and its connect backoff decides); {@code ScrFileSystem} streams also steer
+ * their stock reads to another replica; replicas already open keep reading.
  *
  * <p><b>Settings.</b> The process-wide instance takes its {@link HealthPolicy} from the first
  * engine that asks for it; an engine with other {@code scr.client.health.*} values logs once that

@@ -18,7 +18,12 @@ public enum HealthState {
    * (a GC pause, SIGSTOP, a stuck request path). One WARN when entered.
    */
   UNRESPONSIVE(2),
-  /** Nobody listens: no socket file, connection refused, or the connection closed unanswered. */
+  /**
+   * Nobody listens: no socket file, connection refused, or the connection closed unanswered. A
+   * connect fails at once here, so new opens are not held back by the health: the connect backoff
+   * ({@code scr.backoff.connect.seconds}) and the watch on the socket file decide, and the first
+   * open that succeeds makes it healthy. {@code ScrFileSystem} still steers stock reads off it.
+   */
   DEAD(3);
 
   private final int code;
@@ -32,8 +37,12 @@ public enum HealthState {
     return code;
   }
 
-  /** Whether a replica not open yet may be asked for at this DataNode. */
+  /**
+   * Whether a replica not open yet may be asked for at this DataNode: healthy, or dead (where
+   * asking costs a failed connect and the backoff rules), not suspect or unresponsive (where asking
+   * costs a whole deadline).
+   */
   public boolean admitsNewOpens() {
-    return this == HEALTHY;
+    return this == HEALTHY || this == DEAD;
   }
 }

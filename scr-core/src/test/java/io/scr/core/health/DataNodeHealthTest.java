@@ -120,6 +120,9 @@ class DataNodeHealthTest {
     assertEquals(HealthState.SUSPECT, h.state());
     h.refused("connection refused");
     assertEquals(HealthState.DEAD, h.state());
+    assertTrue(
+        health.admitsNewOpens(h.path()),
+        "a connect fails at once: the connect backoff, not the health, holds opens back");
     assertEquals(1, log.matching("WARN", "is not running").size(), log.lines().toString());
     h.faltered("a segment closed");
     assertEquals(HealthState.DEAD, h.state(), "a softer sign does not undo a harder one");
@@ -187,20 +190,21 @@ class DataNodeHealthTest {
   }
 
   @Test
-  void aDataNodeNoReadAsksAboutIsNotProbedForEverAndTheNextReadStartsItAgain() {
-    String path = dir.resolve("gone.sock").toString();
-    PathHealth h = health.of(path);
-    h.refused("connection refused");
-    runDueProbe();
-    assertEquals(HealthState.DEAD, h.state());
-    assertEquals(1, due.size(), "probed on while a read asked recently");
-    now.addAndGet(TimeUnit.SECONDS.toNanos(DataNodeHealth.PROBE_WHILE_ASKED_SECONDS + 1));
-    runDueProbe();
-    assertTrue(due.isEmpty(), "nobody asked for 6 s: the probe stops");
-    assertFalse(health.admitsNewOpens(path), "still dead as far as anyone knows");
-    assertEquals(1, due.size(), "a read that asks starts the probe again");
-    assertFalse(health.admitsNewOpens(path));
-    assertEquals(1, due.size(), "one probe per path");
+  void aDataNodeNoReadAsksAboutIsNotProbedForEverAndTheNextReadStartsItAgain() throws Exception {
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"))) {
+      PathHealth h = health.of(dn.path());
+      h.timedOut("op 87");
+      runDueProbe();
+      assertEquals(HealthState.UNRESPONSIVE, h.state());
+      assertEquals(1, due.size(), "probed on while a read asked recently");
+      now.addAndGet(TimeUnit.SECONDS.toNanos(DataNodeHealth.PROBE_WHILE_ASKED_SECONDS + 1));
+      runDueProbe();
+      assertTrue(due.isEmpty(), "nobody asked for 6 s: the probe stops");
+      assertFalse(health.admitsNewOpens(dn.path()), "still unresponsive as far as anyone knows");
+      assertEquals(1, due.size(), "a read that asks starts the probe again");
+      assertFalse(health.admitsNewOpens(dn.path()));
+      assertEquals(1, due.size(), "one probe per path");
+    }
   }
 
   @Test
