@@ -109,8 +109,10 @@ public final class LivenessProbe implements Closeable {
   private static DomainConnection connect(String path, int timeoutMs) throws IOException {
     AFUNIXSocket socket = AFUNIXSocket.newInstance();
     try {
-      socket.connect(AFUNIXSocketAddress.of(new File(path)), timeoutMs);
+      // As DomainSocketPool: junixsocket does not bound connect(2) by its timeout argument; the
+      // send timeout (SO_TIMEOUT) does, on a listener whose accept queue is full.
       socket.setSoTimeout(timeoutMs);
+      socket.connect(AFUNIXSocketAddress.of(new File(path)), timeoutMs);
       return new DomainConnection(path, socket, 0);
     } catch (IOException e) {
       try {

@@ -83,6 +83,10 @@ public final class FakeDataNodeSocket implements Closeable {
     while (!server.isClosed()) {
       try {
         AFUNIXSocket s = server.accept();
+        if (server.isClosed()) {
+          s.close(); // the wake-up connection of a close that raced this accept
+          return;
+        }
         connections.incrementAndGet();
         accepted.add(s);
         Thread t = new Thread(() -> serve(s), "fake-datanode-conn");
@@ -161,6 +165,11 @@ public final class FakeDataNodeSocket implements Closeable {
   @Override
   public void close() throws IOException {
     server.close();
+    try {
+      acceptor.join(10_000); // no connection is accepted after the ones closed below
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     for (AFUNIXSocket s : accepted) {
       s.close();
     }
