@@ -29,5 +29,15 @@ public enum FallbackReason {
   /** The engine has been closed. */
   CLOSED,
   /** The open-replica cache could not fit another replica within its fd budget. */
-  FD_BUDGET
+  FD_BUDGET,
+  /**
+   * The local DataNode did not answer the replica open within its health deadline ({@code
+   * scr.client.health.deadline.*}): it is now suspect or unresponsive.
+   */
+  DATANODE_TIMEOUT,
+  /**
+   * The local DataNode is suspect, unresponsive or dead ({@code io.scr.core.health}), so the
+   * replica was not asked for there; replicas already open keep reading short-circuit.
+   */
+  DATANODE_UNHEALTHY
 }

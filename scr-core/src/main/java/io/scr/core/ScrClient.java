@@ -3,6 +3,9 @@ package io.scr.core;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
+import io.scr.core.health.DataNodeHealth;
+import io.scr.core.health.HealthPolicy;
+import io.scr.core.health.PathHealth;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.core.metrics.EngineState;
@@ -130,8 +133,10 @@ public final class ScrClient implements Closeable, EngineState {
     base.put(FailureClass.IO, ScrKeys.BACKOFF_IO_SECONDS.get(conf));
     base.put(FailureClass.SHM, ScrKeys.BACKOFF_SHM_SECONDS.get(conf));
     this.backoff = new PathBackoff(ticker, base, ScrKeys.BACKOFF_MAX_SECONDS.get(conf));
+    DataNodeHealth health = DataNodeHealth.shared(HealthPolicy.from(conf));
     DomainSocketPool pool =
         DomainSocketPool.newBuilder()
+            .deadlines(health.segmentDeadlines())
             .connectTimeoutMs(ScrKeys.NET_CONNECT_TIMEOUT_MS.get(conf))
             .readTimeoutMs(ScrKeys.netReadTimeoutMs(conf))
             .maxIdlePerPath(ScrKeys.NET_POOL_MAX_IDLE.get(conf))
@@ -155,6 +160,7 @@ public final class ScrClient implements Closeable, EngineState {
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
             .fallbacks(fallbacks)
             .counters(counters)
+            .health(health)
             .build();
     this.source = replicas.source();
     this.accessorLeases = new AccessorLeases(replicas, sockets, fallbacks);
@@ -244,6 +250,32 @@ public final class ScrClient implements Closeable, EngineState {
    */
   public List<String> localSocketPaths() {
     return sockets.localSocketPaths();
+  }
+
+  /**
+   * The health of the local DataNodes, shared by every engine of the process: whether a DataNode
+   * socket admits new replica opens now ({@link DataNodeHealth#admitsNewOpens}).
+   */
+  public DataNodeHealth dataNodeHealth() {
+    return replicas.health();
+  }
+
+  /**
+   * The health of the DataNode sockets this engine asked for replicas (the state is process-wide),
+   * for metrics, the summary line and {@code scr doctor}.
+   */
+  @Override
+  public List<PathHealth.Status> healthStatus() {
+    return replicas.healthStatus();
+  }
+
+  /**
+   * Whether the DataNode at {@code path} is suspect, unresponsive or dead now (process-wide): a
+   * caller that chooses among DataNodes (the stock read of a {@code ScrFileSystem} stream) prefers
+   * another.
+   */
+  public boolean isDataNodeUnwell(String path) {
+    return replicas.health().state(path) != io.scr.core.health.HealthState.HEALTHY;
   }
 
   /** Whether {@code path} is backing off now (for callers that choose the path themselves). */

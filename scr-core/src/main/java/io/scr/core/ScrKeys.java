@@ -198,6 +198,54 @@ public final class ScrKeys {
           60,
           "Upper bound (seconds) of any backoff after consecutive failures.");
 
+  // ---- the local DataNode's health ----
+
+  /** Health: the shortest deadline. */
+  public static final ScrKey<Long> HEALTH_DEADLINE_MIN_MS =
+      scr(
+          "scr.client.health.deadline.min.ms",
+          Long.class,
+          200L,
+          "Shortest time (ms) a replica open waits for the local DataNode's answer (connect and"
+              + " each read of the exchange). The deadline is scr.client.health.deadline.multiplier"
+              + " times the 99th percentile of the DataNode's recent answer times, no less than"
+              + " this and no more than scr.client.health.deadline.max.ms. A DataNode that lets it"
+              + " pass is suspect (two in a row: unresponsive): replicas not open yet are read from"
+              + " other DataNodes until it answers a probe. Process-wide: the first client context"
+              + " that talks to a DataNode sets the health keys.");
+
+  /** Health: the longest deadline. */
+  public static final ScrKey<Long> HEALTH_DEADLINE_MAX_MS =
+      scr(
+          "scr.client.health.deadline.max.ms",
+          Long.class,
+          500L,
+          "Longest time (ms) a replica open waits for the local DataNode's answer, and the"
+              + " deadline until it has answered 8 requests. With the default, a first read of a"
+              + " block whose DataNode hangs costs at most this plus a stock read of another"
+              + " replica.");
+
+  /** Health: the deadline as a multiple of the answer time. */
+  public static final ScrKey<Integer> HEALTH_DEADLINE_MULTIPLIER =
+      scr(
+          "scr.client.health.deadline.multiplier",
+          Integer.class,
+          10,
+          "The deadline of a replica open is this many times the 99th percentile of the local"
+              + " DataNode's last 64 answer times (within the minimum and maximum).");
+
+  /** Health: how often a DataNode that is not healthy is probed. */
+  public static final ScrKey<Long> HEALTH_PROBE_INTERVAL_MS =
+      scr(
+          "scr.client.health.probe.interval.ms",
+          Long.class,
+          100L,
+          "While a DataNode is suspect, unresponsive or dead, one probe every this many ms (the"
+              + " shim's PING, or a stock op 88 for a slot no DataNode has) tells when it answers"
+              + " again; an unanswered probe keeps waiting on its connection, so the answer is seen"
+              + " as soon as the DataNode resumes. No probe, and no thread, while every DataNode"
+              + " is healthy.");
+
   /** Cache capacity. */
   public static final ScrKey<Integer> CACHE_CAPACITY =
       scr(

@@ -1,6 +1,7 @@
 package io.scr.core.doctor;
 
 import io.scr.core.FallbackReason;
+import io.scr.core.health.HealthState;
 import io.scr.core.metrics.ClientMetric;
 import io.scr.core.metrics.ScrClientDiagnostics;
 import io.scr.core.net.FailureClass;
@@ -270,6 +271,33 @@ final class ProcessDoctor {
               f.delta(p + ClientMetric.PATH_READS.metricName()),
               f.delta(p + ClientMetric.PATH_OPENS.metricName()),
               in);
+      long state = f.gauge(p + ClientMetric.PATH_HEALTH_STATE.metricName());
+      long healthChanges = f.delta(p + ClientMetric.PATH_HEALTH_TRANSITIONS.metricName());
+      long unresponsive = f.delta(p + ClientMetric.PATH_HEALTH_UNRESPONSIVE.metricName());
+      long dead = f.delta(p + ClientMetric.PATH_HEALTH_DEAD.metricName());
+      String healthLine =
+          String.format(
+              "health %s now (deadline %d ms), %d health changes %s (%d to unresponsive, %d to"
+                  + " dead)",
+              healthName(state),
+              f.gauge(p + ClientMetric.PATH_HEALTH_DEADLINE.metricName()),
+              healthChanges,
+              in,
+              unresponsive,
+              dead);
+      pathLine = pathLine + ", " + healthLine;
+      if (state != 0 || unresponsive > 0 || dead > 0) {
+        out.add(
+            Finding.warn(
+                "process-datanode-health",
+                who + ": DataNode socket " + path + ": " + healthLine,
+                "the DataNode did not answer within its deadline or is not running: a GC pause,"
+                    + " SIGSTOP, a stuck disk or DataXceiver, or a restart (check its GC log and"
+                    + " jstack); replicas not open yet are read from other DataNodes meanwhile"
+                    + " (fallback DATANODE_TIMEOUT, DATANODE_UNHEALTHY) and come back within a"
+                    + " probe interval of its next answer (docs/operations.md, a hung local"
+                    + " DataNode)"));
+      }
       if (backingOff || !failures.isEmpty()) {
         out.add(
             Finding.warn(
@@ -307,8 +335,21 @@ final class ProcessDoctor {
     return out;
   }
 
+  private static String healthName(long code) {
+    for (HealthState s : HealthState.values()) {
+      if (s.code() == code) {
+        return s.name().toLowerCase(java.util.Locale.ROOT);
+      }
+    }
+    return "unknown";
+  }
+
   private static String fixFor(FallbackReason r) {
     switch (r) {
+      case DATANODE_TIMEOUT:
+      case DATANODE_UNHEALTHY:
+        return "the local DataNode did not answer in time or is not running: see the"
+            + " process-datanode-health finding";
       case NOT_CONFIGURED:
         return "no socket path matches a DataNode: run scr doctor as this process's user with its"
             + " configuration (socket-path, masked-keys)";

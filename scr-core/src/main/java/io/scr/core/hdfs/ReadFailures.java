@@ -100,15 +100,18 @@ final class ReadFailures {
   }
 
   /**
-   * The engine gave no lease (the reason is counted there). A socket that is backing off, or a
-   * DataNode the engine remembers not holding the block ({@code AbsentReplicas}), costs nothing to
-   * ask again, so nothing is remembered here and every read is counted; otherwise the block is
-   * demoted for {@value ScrInputStream#DEMOTION_MILLIS} ms, so a DataNode that refuses for another
-   * reason is not asked on every read.
+   * The engine gave no lease (the reason is counted there). A socket that is backing off, a
+   * DataNode that is not healthy (its health is asked per read, so the block is local again as soon
+   * as the DataNode answers), or a DataNode the engine remembers not holding the block ({@code
+   * AbsentReplicas}), costs nothing to ask again, so nothing is remembered here and every read is
+   * counted; otherwise the block is demoted for {@value ScrInputStream#DEMOTION_MILLIS} ms, so a
+   * DataNode that refuses for another reason is not asked on every read.
    */
   ReplicaLease noLease(BlockTable t, int i, IOException cause) {
     String path = t.socketPaths[i];
-    if (scr.isBackingOff(path) || scr.absentReplicas().remembers(t.blocks[i].getBlock(), path)) {
+    if (scr.isBackingOff(path)
+        || scr.isDataNodeUnwell(path)
+        || scr.absentReplicas().remembers(t.blocks[i].getBlock(), path)) {
       fallbacks.increment();
     } else {
       failed(t, i, cause);

@@ -11,7 +11,10 @@ import io.scr.core.replica.ReplicaSource;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ByteBufferUtil;
 import org.apache.hadoop.fs.ChecksumException;
@@ -104,6 +107,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   /** Reads of the block being written whose rest went stock for a reason of the writer's. */
   private final LongAdder tailFallbacks = new LongAdder();
+
+  /** Stock DataNode choices steered off an unhealthy local DataNode ({@link #nodesToSkip}). */
+  private final LongAdder steeredReads = new LongAdder();
 
   private final ReadFailures failures;
   private final ZeroCopyReads zeroCopy;
@@ -625,6 +631,48 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     addToLocalDeadNodes(dataNode);
   }
 
+  /**
+   * Steers stock's choice of a DataNode away from local DataNodes that are not healthy ({@link
+   * io.scr.core.health.DataNodeHealth}) while another location is usable: a first read of a block
+   * whose local DataNode hangs reads a remote replica at once instead of waiting for stock's socket
+   * timeout on the hung one. Asked on every choice, so nothing is remembered: the next stock read
+   * after the DataNode answers again may choose it (no dead-node entry to age out). A block whose
+   * only usable location is the unhealthy one is left to stock, which waits as it always does.
+   */
+  @Override
+  protected Collection<DatanodeInfo> nodesToSkip(
+      LocatedBlock block, Collection<DatanodeInfo> ignoredNodes) {
+    DatanodeInfo[] locations = block.getLocations();
+    if (locations == null || locations.length < 2) {
+      return ignoredNodes;
+    }
+    List<DatanodeInfo> unhealthy = null;
+    boolean otherUsable = false;
+    for (DatanodeInfo dn : locations) {
+      if ((ignoredNodes != null && ignoredNodes.contains(dn)) || isDeadForStock(dn)) {
+        continue;
+      }
+      String path = scr.socketPathOf(dn);
+      if (path != null && scr.isDataNodeUnwell(path)) {
+        if (unhealthy == null) {
+          unhealthy = new ArrayList<>(1);
+        }
+        unhealthy.add(dn);
+      } else {
+        otherUsable = true;
+      }
+    }
+    if (unhealthy == null || !otherUsable) {
+      return ignoredNodes;
+    }
+    steeredReads.increment();
+    List<DatanodeInfo> skip = new ArrayList<>(unhealthy);
+    if (ignoredNodes != null) {
+      skip.addAll(ignoredNodes);
+    }
+    return skip;
+  }
+
   // ------------------------------------------------------------------ diagnostics
 
   /** Reads (or read segments) served by short-circuit. */
@@ -643,6 +691,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   long tailFallbacks() {
     return tailFallbacks.sum();
+  }
+
+  /** Stock reads steered off an unhealthy local DataNode to another replica. */
+  long steeredReads() {
+    return steeredReads.sum();
   }
 
   /** Short-circuit attempts that failed or were refused and went stock. */

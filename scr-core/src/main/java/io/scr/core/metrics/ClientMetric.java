@@ -273,6 +273,11 @@ public enum ClientMetric {
       Kind.GAUGE,
       "microseconds",
       "99th percentile of the meta header read and checksum mapping of replica opens"),
+  DATANODES_NOT_HEALTHY(
+      "DataNodesNotHealthy",
+      Kind.GAUGE,
+      "datanodes",
+      "Local DataNode sockets this context reads from that are suspect, unresponsive or dead now"),
   // ---- per path (record ScrClientPath, tag Path) ----
   PATH_READS(
       "ShortCircuitReads",
@@ -300,7 +305,39 @@ public enum ClientMetric {
   PATH_SLOTS_IN_USE(
       "SlotsInUse", Kind.GAUGE, "slots", "Slots of this DataNode held by open replicas", true),
   PATH_SLOTS_FREE("SlotsFree", Kind.GAUGE, "slots", "Free slots of this DataNode", true),
-  PATH_SLOT_SEGMENTS("SlotSegments", Kind.GAUGE, "segments", "Segments of this DataNode", true);
+  PATH_SLOT_SEGMENTS("SlotSegments", Kind.GAUGE, "segments", "Segments of this DataNode", true),
+  PATH_HEALTH_STATE(
+      "HealthState",
+      Kind.GAUGE,
+      "state",
+      "The DataNode's health, process-wide: 0 healthy, 1 suspect, 2 unresponsive, 3 dead",
+      true),
+  PATH_HEALTH_DEADLINE(
+      "HealthDeadlineMs",
+      Kind.GAUGE,
+      "milliseconds",
+      "How long a replica open waits for this DataNode's answer now",
+      true),
+  PATH_HEALTH_TRANSITIONS(
+      "HealthTransitions",
+      Kind.COUNTER,
+      "transitions",
+      "Changes of the DataNode's health state since the process started",
+      true),
+  PATH_HEALTH_UNRESPONSIVE(
+      "HealthBecameUnresponsive",
+      Kind.COUNTER,
+      "transitions",
+      "Times the DataNode became unresponsive (each logged with one WARN)",
+      true),
+  PATH_HEALTH_DEAD(
+      "HealthBecameDead", Kind.COUNTER, "transitions", "Times the DataNode was found dead", true),
+  PATH_HEALTH_PROBES(
+      "HealthProbes",
+      Kind.COUNTER,
+      "probes",
+      "Liveness probes sent while the DataNode was not healthy",
+      true);
 
   /** The record of the context totals. */
   public static final String RECORD = "ScrClient";

@@ -2,6 +2,8 @@ package io.scr.core.metrics;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.FallbackReason;
+import io.scr.core.health.HealthState;
+import io.scr.core.health.PathHealth;
 import io.scr.core.net.PathBackoff;
 import io.scr.shm.SlotPoolStats;
 import java.util.Collections;
@@ -24,6 +26,7 @@ public final class ClientSnapshot {
   final LeaseCacheStats cache;
   final List<SlotPoolStats> slotPools;
   final List<PathBackoff.Status> backoff;
+  final List<PathHealth.Status> health;
   final List<PathFigures> paths;
   final long socketConnects;
   final long socketConnectFailures;
@@ -73,6 +76,7 @@ public final class ClientSnapshot {
     this.cache = b.cache;
     this.slotPools = Collections.unmodifiableList(b.slotPools);
     this.backoff = Collections.unmodifiableList(b.backoff);
+    this.health = Collections.unmodifiableList(b.health);
     this.paths = Collections.unmodifiableList(b.paths);
     this.socketConnects = b.socketConnects;
     this.socketConnectFailures = b.socketConnectFailures;
@@ -302,6 +306,22 @@ public final class ClientSnapshot {
     return processFdLimit;
   }
 
+  /** The health of the DataNode sockets this engine asked for replicas (process-wide state). */
+  public List<PathHealth.Status> health() {
+    return health;
+  }
+
+  /** Local DataNode sockets that are not healthy now. */
+  public int dataNodesNotHealthy() {
+    int n = 0;
+    for (PathHealth.Status s : health) {
+      if (s.state() != HealthState.HEALTHY) {
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** Number of socket paths backing off now. */
   public int pathsBackingOff() {
     java.util.Set<String> out = new java.util.HashSet<>();
@@ -362,6 +382,7 @@ public final class ClientSnapshot {
     LeaseCacheStats cache;
     List<SlotPoolStats> slotPools = Collections.emptyList();
     List<PathBackoff.Status> backoff = Collections.emptyList();
+    List<PathHealth.Status> health = Collections.emptyList();
     List<PathFigures> paths = Collections.emptyList();
     long socketConnects;
     long socketConnectFailures;

@@ -2,6 +2,7 @@ package io.scr.core.metrics;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.FallbackReason;
+import io.scr.core.health.PathHealth;
 import io.scr.core.net.PathBackoff;
 import io.scr.core.net.PeerExtensions;
 import io.scr.core.read.MappedReads;
@@ -43,4 +44,9 @@ public interface EngineState {
 
   /** Open replicas read now although their DataNode went away (orphaned). */
   int orphanedReplicas();
+
+  /** The health of the DataNode sockets the engine asked for replicas (process-wide state). */
+  default List<PathHealth.Status> healthStatus() {
+    return java.util.Collections.emptyList();
+  }
 }

@@ -4,6 +4,8 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.RemovalCause;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
+import io.scr.core.health.HealthState;
+import io.scr.core.health.PathHealth;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
@@ -123,6 +125,7 @@ public final class ScrClientMetrics implements MetricsSource {
     b.cache = client.cacheStats();
     b.slotPools = client.slotPoolStats();
     b.backoff = client.backoffStatus();
+    b.health = client.healthStatus();
     List<ClientSnapshot.PathFigures> paths = new ArrayList<>();
     for (PathCounters c : counters.paths()) {
       paths.add(new ClientSnapshot.PathFigures(c));
@@ -221,6 +224,7 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.PREFETCH_SKIPPED, s.prefetchSkipped);
     counter(rb, ClientMetric.MAPPED_READS, s.mappedReads);
     counter(rb, ClientMetric.MAPPED_READ_FALLBACKS, s.mappedReadFallbacks);
+    gauge(rb, ClientMetric.DATANODES_NOT_HEALTHY, s.dataNodesNotHealthy());
     gauge(rb, ClientMetric.MAPPED_READ_MAPPINGS, s.mappedReadMappings);
     counter(rb, ClientMetric.PREFETCH_HITS, s.prefetchHits);
     counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
@@ -278,6 +282,11 @@ public final class ScrClientMetrics implements MetricsSource {
         out.add(st.path());
       }
     }
+    for (PathHealth.Status st : s.health) {
+      if (!out.contains(st.path())) {
+        out.add(st.path());
+      }
+    }
     return out;
   }
 
@@ -316,6 +325,24 @@ public final class ScrClientMetrics implements MetricsSource {
       Long n = failures.get(fc);
       rb.addCounter(ClientMetric.failures(fc), n == null ? 0 : n);
     }
+    PathHealth.Status h = null;
+    for (PathHealth.Status st : s.health) {
+      if (st.path().equals(path)) {
+        h = st;
+      }
+    }
+    gauge(rb, ClientMetric.PATH_HEALTH_STATE, h == null ? 0 : h.state().code());
+    gauge(
+        rb,
+        ClientMetric.PATH_HEALTH_DEADLINE,
+        h == null ? 0 : TimeUnit.NANOSECONDS.toMillis(h.deadlineNanos()));
+    counter(rb, ClientMetric.PATH_HEALTH_TRANSITIONS, h == null ? 0 : h.transitions());
+    counter(
+        rb,
+        ClientMetric.PATH_HEALTH_UNRESPONSIVE,
+        h == null ? 0 : h.transitionsTo(HealthState.UNRESPONSIVE));
+    counter(rb, ClientMetric.PATH_HEALTH_DEAD, h == null ? 0 : h.transitionsTo(HealthState.DEAD));
+    counter(rb, ClientMetric.PATH_HEALTH_PROBES, h == null ? 0 : h.probes());
     SlotPoolStats pool = null;
     for (SlotPoolStats p : s.slotPools) {
       if (p.poolName().endsWith("@" + path)) {

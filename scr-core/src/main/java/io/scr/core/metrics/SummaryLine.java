@@ -2,6 +2,8 @@ package io.scr.core.metrics;
 
 import io.scr.cache.RemovalCause;
 import io.scr.core.FallbackReason;
+import io.scr.core.health.HealthState;
+import io.scr.core.health.PathHealth;
 import io.scr.core.net.PathBackoff;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,8 +21,9 @@ import java.util.concurrent.TimeUnit;
  *
  * (one line; wrapped here). Rates and the hit rate are over the interval; fds are now. Problems are
  * appended only when present: paths backing off (with the class, the remaining time and the last
- * reason), checksum failures, slot allocation timeouts, and a cache the thrash detector found too
- * small (with the capacity to set).
+ * reason), local DataNodes that are not healthy or changed health in the interval (e.g. {@code
+ * DataNode /var/run/dn.sock unresponsive for 8200 ms (1 health changes)}), checksum failures, slot
+ * allocation timeouts, and a cache the thrash detector found too small (with the capacity to set).
  *
  * <p>Stateless and thread-safe.
  */
@@ -84,6 +87,21 @@ public final class SummaryLine {
         }
       }
     }
+    for (PathHealth.Status h : cur.health) {
+      long changes = h.transitions() - transitionsOf(prev, h.path());
+      if (h.state() != HealthState.HEALTHY || changes > 0) {
+        sb.append(", DataNode ")
+            .append(h.path())
+            .append(' ')
+            .append(h.state().name().toLowerCase(Locale.ROOT));
+        if (h.state() != HealthState.HEALTHY) {
+          sb.append(" for ").append(TimeUnit.NANOSECONDS.toMillis(h.inStateNanos())).append(" ms");
+        }
+        if (changes > 0) {
+          sb.append(" (").append(changes).append(" health changes)");
+        }
+      }
+    }
     long checksum = cur.checksumFailures - prev.checksumFailures;
     if (checksum > 0) {
       sb.append(", checksum failures ").append(checksum);
@@ -106,6 +124,15 @@ public final class SummaryLine {
           .append(" (raise scr.cache.capacity and ulimit -n)");
     }
     return sb.toString();
+  }
+
+  private static long transitionsOf(ClientSnapshot prev, String path) {
+    for (PathHealth.Status h : prev.health) {
+      if (h.path().equals(path)) {
+        return h.transitions();
+      }
+    }
+    return 0;
   }
 
   private static long delta(ClientSnapshot prev, ClientSnapshot cur, RemovalCause c) {

@@ -57,6 +57,9 @@ public final class DomainConnection implements Closeable {
   private boolean reusable = true;
   private boolean pooled;
 
+  /** The socket timeout set now (ms), so that setting the same value again costs no syscall. */
+  private int soTimeoutMs;
+
   DomainConnection(String path, AFUNIXSocket socket, long nowNanos) throws IOException {
     this.path = path;
     this.socket = socket;
@@ -65,6 +68,18 @@ public final class DomainConnection implements Closeable {
     this.out = socket.getOutputStream();
     this.createdNanos = nowNanos;
     this.lastUsedNanos = nowNanos;
+    this.soTimeoutMs = socket.getSoTimeout();
+  }
+
+  /**
+   * Sets the timeout of each later read and write to {@code ms} (a syscall only when it changes):
+   * an exchange bounded by the DataNode's health deadline sets it before it starts.
+   */
+  void soTimeout(int ms) throws IOException {
+    if (ms != soTimeoutMs) {
+      socket.setSoTimeout(ms);
+      soTimeoutMs = ms;
+    }
   }
 
   /** The socket path this connection is connected to. */

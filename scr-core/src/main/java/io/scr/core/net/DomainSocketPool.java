@@ -31,7 +31,9 @@ import org.newsclub.net.unix.AFUNIXSocketAddress;
  * refusal, a rejected token, a malformed reply: the connection worked). Connections for
  * shared-memory segments are not pooled: {@link #connect} hands out a fresh one the caller owns.
  *
- * <p>Bounded: every connect has the connect timeout; every read and write the socket timeout.
+ * <p>Bounded: every connect has the connect timeout; every read and write the socket timeout; an
+ * exchange the caller bounds by a DataNode's health deadline ({@link #call(String, int, Exchange)})
+ * and a segment connection ({@link #connect}, bounded by {@link Deadlines}) also by that.
  *
  * <p>Concurrency: lock-free; idle deques are concurrent; counts are approximate under races (at
  * worst one connection more than the idle maximum is kept briefly). {@link #close()} closes idle
@@ -50,6 +52,31 @@ public final class DomainSocketPool implements Closeable {
   private final AtomicLong reuses = new AtomicLong();
   private final AtomicLong staleRetries = new AtomicLong();
   private final AtomicLong connectFailures = new AtomicLong();
+  private final Deadlines deadlines;
+
+  /**
+   * What bounds the exchanges of a path besides the pool's timeouts, and who hears of one that
+   * waited the whole bound: the DataNode's health. Implementations must be thread-safe and cheap.
+   */
+  public interface Deadlines {
+    /** No bound beyond the pool's timeouts. */
+    Deadlines NONE =
+        new Deadlines() {
+          @Override
+          public int deadlineMillis(String path) {
+            return 0;
+          }
+
+          @Override
+          public void timedOut(String path, String what) {}
+        };
+
+    /** The bound (ms) of the next exchange with {@code path}; 0 for none. */
+    int deadlineMillis(String path);
+
+    /** An exchange with {@code path} waited its whole bound. */
+    void timedOut(String path, String what);
+  }
 
   private DomainSocketPool(Builder b) {
     this.connectTimeoutMs = b.connectTimeoutMs;
@@ -57,6 +84,7 @@ public final class DomainSocketPool implements Closeable {
     this.maxIdlePerPath = b.maxIdlePerPath;
     this.idleExpiryNanos = TimeUnit.MILLISECONDS.toNanos(b.idleExpiryMs);
     this.ticker = b.ticker;
+    this.deadlines = b.deadlines;
   }
 
   /** A builder with the defaults of {@code io.scr.core.ScrKeys}. */
@@ -82,10 +110,23 @@ public final class DomainSocketPool implements Closeable {
    * @throws IOException what the exchange threw on a fresh connection
    */
   public <T> T call(String path, Exchange<T> exchange) throws IOException {
+    return call(path, 0, exchange);
+  }
+
+  /**
+   * As {@link #call(String, Exchange)}, with the connect and every read and write of the exchange
+   * bounded by {@code deadlineMs} as well as by the pool's timeouts (the DataNode's health
+   * deadline: a hung DataNode costs that long, not the socket timeout).
+   *
+   * @param deadlineMs the bound (ms), or 0 for the pool's timeouts alone
+   */
+  public <T> T call(String path, int deadlineMs, Exchange<T> exchange) throws IOException {
+    int readMs = deadlineMs > 0 ? Math.min(deadlineMs, readTimeoutMs) : readTimeoutMs;
     DomainConnection c = pollIdle(path);
     if (c != null) {
       reuses.incrementAndGet();
       try {
+        c.soTimeout(readMs);
         return runAndReturn(c, exchange);
       } catch (SocketTimeoutException
           | io.scr.core.protocol.ProtocolException
@@ -97,7 +138,10 @@ public final class DomainSocketPool implements Closeable {
         staleRetries.incrementAndGet();
       }
     }
-    return runAndReturn(connect(path), exchange);
+    DomainConnection fresh =
+        connect(path, deadlineMs > 0 ? Math.min(deadlineMs, connectTimeoutMs) : connectTimeoutMs);
+    fresh.soTimeout(readMs);
+    return runAndReturn(fresh, exchange);
   }
 
   /**
@@ -135,6 +179,26 @@ public final class DomainSocketPool implements Closeable {
    * @throws DomainConnectException naming the path and the likely remedy
    */
   public DomainConnection connect(String path) throws IOException {
+    int bound = deadlines.deadlineMillis(path);
+    if (bound <= 0) {
+      return connect(path, connectTimeoutMs);
+    }
+    DomainConnection c = connect(path, Math.min(bound, connectTimeoutMs));
+    try {
+      c.soTimeout(Math.min(bound, readTimeoutMs));
+    } catch (IOException e) {
+      c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  /** Tells the path's health that an exchange on a connection of {@link #connect} timed out. */
+  void timedOut(String path, String what) {
+    deadlines.timedOut(path, what);
+  }
+
+  private DomainConnection connect(String path, int connectMs) throws IOException {
     if (closed.get()) {
       throw new IOException("the domain socket pool is closed");
     }
@@ -144,8 +208,8 @@ public final class DomainSocketPool implements Closeable {
       // on a listener whose backlog is full (a DataNode not accepting: hung, or at its open-file
       // limit) it blocked for as long as that lasted. The kernel bounds that wait by the send
       // timeout, which SO_TIMEOUT sets too; EAGAIN then surfaces as SocketTimeoutException.
-      socket.setSoTimeout(connectTimeoutMs);
-      socket.connect(AFUNIXSocketAddress.of(new File(path)), connectTimeoutMs);
+      socket.setSoTimeout(connectMs);
+      socket.connect(AFUNIXSocketAddress.of(new File(path)), connectMs);
       socket.setSoTimeout(readTimeoutMs);
       connects.incrementAndGet();
       return new DomainConnection(path, socket, ticker.read());
@@ -219,6 +283,12 @@ public final class DomainSocketPool implements Closeable {
 
   private void giveBack(DomainConnection c) {
     if (!c.isReusable() || closed.get() || maxIdlePerPath <= 0) {
+      c.close();
+      return;
+    }
+    try {
+      c.soTimeout(readTimeoutMs); // the next borrower may not bound its exchange
+    } catch (IOException e) {
       c.close();
       return;
     }
@@ -299,8 +369,18 @@ public final class DomainSocketPool implements Closeable {
     private int maxIdlePerPath = 8;
     private long idleExpiryMs = 3000;
     private Ticker ticker = Ticker.systemTicker();
+    private Deadlines deadlines = Deadlines.NONE;
 
     private Builder() {}
+
+    /**
+     * What bounds the connections {@link DomainSocketPool#connect} hands out (shared-memory segment
+     * requests) besides the timeouts: the DataNode's health deadline.
+     */
+    public Builder deadlines(Deadlines d) {
+      this.deadlines = Objects.requireNonNull(d, "deadlines");
+      return this;
+    }
 
     /** Connect timeout, ms (> 0). */
     public Builder connectTimeoutMs(int ms) {

@@ -44,19 +44,25 @@ public final class PeerExtensions {
   /** What a peer offers. Immutable. */
   public static final class Features {
     /** A stock peer: ops 87, 88 and 89 only. */
-    public static final Features STOCK = new Features(null, false, false, false);
+    public static final Features STOCK = new Features(null, false, false, false, false);
 
     private final String advertisement;
     private final boolean batchRelease;
     private final boolean batchFds;
     private final boolean replicaState;
+    private final boolean ping;
 
     private Features(
-        String advertisement, boolean batchRelease, boolean batchFds, boolean replicaState) {
+        String advertisement,
+        boolean batchRelease,
+        boolean batchFds,
+        boolean replicaState,
+        boolean ping) {
       this.advertisement = advertisement;
       this.batchRelease = batchRelease;
       this.batchFds = batchFds;
       this.replicaState = replicaState;
+      this.ping = ping;
     }
 
     /**
@@ -74,12 +80,14 @@ public final class PeerExtensions {
       boolean release = false;
       boolean fds = false;
       boolean state = false;
+      boolean ping = false;
       for (int i = 1; i < words.length; i++) {
         release |= ShortCircuitProtocol.FEATURE_BATCH_RELEASE.equals(words[i]);
         fds |= ShortCircuitProtocol.FEATURE_BATCH_FDS.equals(words[i]);
         state |= ShortCircuitProtocol.FEATURE_REPLICA_STATE.equals(words[i]);
+        ping |= ShortCircuitProtocol.FEATURE_PING.equals(words[i]);
       }
-      return new Features(advertisement, release, fds, state);
+      return new Features(advertisement, release, fds, state, ping);
     }
 
     /** Whether the peer takes several slot releases in one request. */
@@ -98,6 +106,11 @@ public final class PeerExtensions {
      */
     public boolean replicaState() {
       return replicaState;
+    }
+
+    /** Whether the peer answers the liveness PING. */
+    public boolean ping() {
+      return ping;
     }
 
     /** Whether the peer speaks any extension. */
@@ -134,13 +147,28 @@ public final class PeerExtensions {
   private final AtomicLong probes = new AtomicLong();
   private final AtomicLong failures = new AtomicLong();
 
+  /** Told each answer as it is learnt (the process-wide health uses PING where offered). */
+  private final java.util.function.BiConsumer<String, Features> onAnswer;
+
   /**
    * @param pool the connections to probe on
    * @param enabled false: every path is stock and nothing is probed
    */
   public PeerExtensions(DomainSocketPool pool, boolean enabled) {
+    this(pool, enabled, (path, features) -> {});
+  }
+
+  /**
+   * As {@link #PeerExtensions(DomainSocketPool, boolean)}, telling {@code onAnswer} each path's
+   * features when they are learnt (on the probing thread).
+   */
+  public PeerExtensions(
+      DomainSocketPool pool,
+      boolean enabled,
+      java.util.function.BiConsumer<String, Features> onAnswer) {
     this.pool = Objects.requireNonNull(pool, "pool");
     this.enabled = enabled;
+    this.onAnswer = Objects.requireNonNull(onAnswer, "onAnswer");
   }
 
   /** Whether extensions may be used at all ({@code scr.client.extensions.enabled}). */
@@ -183,6 +211,7 @@ public final class PeerExtensions {
         return Features.STOCK;
       }
       state.answer = new Answer(identity, f);
+      onAnswer.accept(path, f);
       LOG.debug("DataNode at {} offers: {}", path, f);
       return f;
     } finally {
@@ -221,6 +250,7 @@ public final class PeerExtensions {
     } else {
       state.answer = null;
     }
+    onAnswer.accept(path, Features.STOCK);
     LOG.info(
         "DataNode at {} failed an extension request ({}); using the stock ops until it restarts",
         path,

@@ -45,10 +45,30 @@ public final class ShortCircuitExchanges {
       SlotId slot,
       FileDescriptor[] fdsOut)
       throws IOException {
+    requestFds(pool, path, block, token, slot, fdsOut, 0);
+  }
+
+  /**
+   * As {@link #requestFds(DomainSocketPool, String, ExtendedBlock, Token, SlotId,
+   * FileDescriptor[])}, with the connect and each read and write bounded by {@code deadlineMs} (the
+   * DataNode's health deadline; 0: the pool's timeouts alone).
+   *
+   * @throws java.net.SocketTimeoutException when the DataNode did not answer within it
+   */
+  public static void requestFds(
+      DomainSocketPool pool,
+      String path,
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      SlotId slot,
+      FileDescriptor[] fdsOut,
+      int deadlineMs)
+      throws IOException {
     byte[] request = ShortCircuitProtocol.encodeRequestFds(block, token, slot);
     IOException refused =
         pool.call(
             path,
+            deadlineMs,
             c -> {
               c.send(request);
               BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());
@@ -139,6 +159,21 @@ public final class ShortCircuitExchanges {
       List<Token<BlockTokenIdentifier>> tokens,
       List<SlotId> slots)
       throws IOException {
+    return requestFdsBatched(pool, path, blocks, tokens, slots, 0);
+  }
+
+  /**
+   * As {@link #requestFdsBatched(DomainSocketPool, String, List, List, List)}, with the connect and
+   * each read and write bounded by {@code deadlineMs} (0: the pool's timeouts alone).
+   */
+  public static List<BatchedFds> requestFdsBatched(
+      DomainSocketPool pool,
+      String path,
+      List<ExtendedBlock> blocks,
+      List<Token<BlockTokenIdentifier>> tokens,
+      List<SlotId> slots,
+      int deadlineMs)
+      throws IOException {
     if (blocks.size() > MAX_BLOCKS_PER_BATCH_FDS) {
       throw new IllegalArgumentException(
           blocks.size() + " blocks in one batch; at most " + MAX_BLOCKS_PER_BATCH_FDS);
@@ -146,6 +181,7 @@ public final class ShortCircuitExchanges {
     byte[] request = ShortCircuitProtocol.encodeBatchRequestFds(blocks, tokens, slots);
     return pool.call(
         path,
+        deadlineMs,
         c -> {
           c.send(request);
           BlockOpResponseProto[] answers = new BlockOpResponseProto[blocks.size()];
@@ -430,9 +466,25 @@ public final class ShortCircuitExchanges {
   public static ShmGrant requestShm(DomainSocketPool pool, String path, String clientName)
       throws IOException {
     DomainConnection c = pool.connect(path);
-    boolean ok = false;
     try {
       c.send(ShortCircuitProtocol.encodeRequestShm(clientName));
+    } catch (IOException | RuntimeException e) {
+      c.close();
+      throw e;
+    }
+    try {
+      return requestShm(c, path);
+    } catch (java.net.SocketTimeoutException e) {
+      // A segment request is the first exchange with a DataNode: its health hears of the hang.
+      pool.timedOut(path, "no answer to a shared-memory request: " + e.getMessage());
+      throw e;
+    }
+  }
+
+  /** Reads the answer to op 89 on {@code c}; closes {@code c} unless a segment was granted. */
+  private static ShmGrant requestShm(DomainConnection c, String path) throws IOException {
+    boolean ok = false;
+    try {
       ShortCircuitShmResponseProto resp = ShortCircuitProtocol.readShmResponse(c.in());
       if (resp.getStatus() != Status.SUCCESS) {
         throw new ShortCircuitRefusedException(

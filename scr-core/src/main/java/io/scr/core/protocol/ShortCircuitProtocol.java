@@ -81,6 +81,12 @@ public final class ShortCircuitProtocol {
    */
   public static final int EXT_REPLICA_STATE = 5;
 
+  /**
+   * Extension sub-op: PING, answered {@code SUCCESS} by the shim's event loop without touching the
+   * dataset (a liveness probe).
+   */
+  public static final int EXT_PING = 4;
+
   /** How the HELLO answer's message starts when the peer speaks version 1 of the extensions. */
   public static final String EXTENSIONS_V1 = "scr-shim-extensions/1";
 
@@ -92,6 +98,9 @@ public final class ShortCircuitProtocol {
 
   /** Feature word of the HELLO answer: the replica state request ({@link #EXT_REPLICA_STATE}). */
   public static final String FEATURE_REPLICA_STATE = "replica-state";
+
+  /** Feature word of the HELLO answer: the liveness PING. */
+  public static final String FEATURE_PING = "ping";
 
   /** The short-circuit access version the stock client sends and the stock DataNode answers. */
   public static final int SHORT_CIRCUIT_ACCESS_VERSION = 1;
@@ -266,6 +275,11 @@ public final class ShortCircuitProtocol {
   /** Op 127 HELLO: asks which extensions the peer offers (answered by a BlockOpResponseProto). */
   public static byte[] encodeExtensionHello() {
     return new byte[] {0, (byte) DATA_TRANSFER_VERSION, (byte) OP_SCR_EXTENSION, 1, EXT_HELLO};
+  }
+
+  /** Op 127 PING: {@code 00 1C 7F 01 04}, answered by a {@code BlockOpResponseProto}. */
+  public static byte[] encodePing() {
+    return new byte[] {0, (byte) DATA_TRANSFER_VERSION, (byte) OP_SCR_EXTENSION, 1, EXT_PING};
   }
 
   /**

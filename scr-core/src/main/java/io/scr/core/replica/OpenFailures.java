@@ -1,6 +1,8 @@
 package io.scr.core.replica;
 
 import io.scr.core.FallbackReason;
+import io.scr.core.health.DataNodeHealth;
+import io.scr.core.health.DataNodeUnhealthyException;
 import io.scr.core.net.DomainConnectException;
 import io.scr.core.net.FailureClass;
 import io.scr.core.net.PathBackoff;
@@ -17,9 +19,11 @@ import org.slf4j.LoggerFactory;
 /**
  * What a failed replica open means, decided once by the loading thread: a connect failure,
  * ERROR_UNSUPPORTED without version, or an I/O or protocol failure backs the path off ({@link
- * PathBackoff}, warned once per streak for connects); an error for one block falls back for that
- * block only; an invalid token or the reader's own interrupt is rethrown and says nothing about the
- * path; nothing is recorded while the engine closes (its socket pool is gone under the request).
+ * PathBackoff}, warned once per streak for connects); a wait of the whole health deadline does not
+ * (the DataNode's health keeps new opens off the path until it answers again, and says so once); an
+ * error for one block falls back for that block only; an invalid token or the reader's own
+ * interrupt is rethrown and says nothing about the path; nothing is recorded while the engine
+ * closes (its socket pool is gone under the request).
  *
  * <p>Thread-safety: thread-safe; the state is the backoff's.
  */
@@ -38,6 +42,11 @@ final class OpenFailures {
   void classify(String path, Exception e) {
     if (closing.getAsBoolean()) {
       // The engine closed under this request (its socket pool is gone): not the path's fault.
+      return;
+    }
+    if (DataNodeHealth.isTimeout(e) || e instanceof DataNodeUnhealthyException) {
+      // The DataNode's health owns these (and logs once per transition): a backoff would keep
+      // reads off the path after the DataNode answers again.
       return;
     }
     if (e instanceof DomainConnectException) {
@@ -83,6 +92,15 @@ final class OpenFailures {
   static FallbackReason reasonOrRethrow(Throwable cause) throws IOException {
     if (cause instanceof InvalidToken) {
       throw (InvalidToken) cause;
+    }
+    if (DataNodeHealth.isTimeout(cause)) {
+      LOG.debug("short-circuit open timed out: {}", cause.toString());
+      return FallbackReason.DATANODE_TIMEOUT;
+    }
+    if (cause instanceof DataNodeUnhealthyException) {
+      return ((DataNodeUnhealthyException) cause).timedOutHere()
+          ? FallbackReason.DATANODE_TIMEOUT
+          : FallbackReason.DATANODE_UNHEALTHY;
     }
     if (cause instanceof InterruptedIOException) {
       throw (InterruptedIOException) cause;

@@ -5,6 +5,7 @@ import io.scr.cache.LeaseCache;
 import io.scr.cache.LeaseCacheClosedException;
 import io.scr.cache.LeaseLoadException;
 import io.scr.cache.Ticker;
+import io.scr.core.health.DataNodeHealth;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.PathBackoff;
@@ -110,7 +111,7 @@ final class Prefetcher {
       if (cause instanceof InvalidToken) {
         throw (InvalidToken) cause;
       }
-      if (cause instanceof InterruptedIOException) {
+      if (cause instanceof InterruptedIOException && !DataNodeHealth.isTimeout(cause)) {
         throw (InterruptedIOException) cause;
       }
       LOG.debug("prefetch of {} from {} failed: {}", block, socketPath, cause.toString());
@@ -155,7 +156,9 @@ final class Prefetcher {
       if (cache.leaseIfPresent(keys[i], probe)) {
         probe.close();
         results[i] = PrefetchResult.ALREADY_OPEN;
-      } else if (backoff.isBackingOff(socketPath) || absent.remembers(b, socketPath)) {
+      } else if (backoff.isBackingOff(socketPath)
+          || absent.remembers(b, socketPath)
+          || !opener.health().admitsNewOpens(socketPath)) {
         results[i] = PrefetchResult.NOT_OPENED;
       } else {
         PendingOpen p = new PendingOpen();
@@ -228,12 +231,16 @@ final class Prefetcher {
     try {
       answers =
           ShortCircuitExchanges.requestFdsBatched(
-              pool, socketPath, batchBlocks, batchTokens, slotIds);
+              pool, socketPath, batchBlocks, batchTokens, slotIds, opener.batchDeadlineMs());
     } catch (IOException | RuntimeException e) {
       for (Slot slot : slots) {
         if (slot != null) {
           slotPool.releaseUnregistered(slot);
         }
+      }
+      if (e instanceof IOException
+          && opener.health().requestFailed(socketPath, (IOException) e, ticker.read() - t0)) {
+        return; // the blocks are opened one by one, or read the stock way while it hangs
       }
       if (e instanceof InterruptedIOException) {
         throw (InterruptedIOException) e;
@@ -249,6 +256,7 @@ final class Prefetcher {
       return;
     }
     long exchangeNanos = ticker.read() - t0;
+    opener.health().answered(socketPath, exchangeNanos / sent.size());
     for (int j = 0; j < sent.size(); j++) {
       int i = sent.get(j);
       ShortCircuitExchanges.BatchedFds a = answers.get(j);

@@ -7,6 +7,7 @@ import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrKeys;
+import io.scr.core.health.DataNodeHealth;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.PathBackoff;
@@ -54,6 +55,8 @@ public final class ReplicaManager implements Closeable {
   private final DomainSocketPool pool;
   private final PeerExtensions extensions;
   private final PathBackoff backoff;
+  private final DataNodeHealth health;
+  private final ReplicaOpener opener;
   private final LeaseCache<ReplicaKey, Replica> cache;
   private final MappedReads mappedReads;
   private final AbsentReplicas absent;
@@ -72,7 +75,13 @@ public final class ReplicaManager implements Closeable {
   private ReplicaManager(Builder b) {
     this.pool = b.pool;
     this.fallbacks = b.fallbacks;
-    this.extensions = new PeerExtensions(b.pool, b.extensionsEnabled);
+    this.health =
+        b.health != null
+            ? b.health
+            : DataNodeHealth.shared(io.scr.core.health.HealthPolicy.defaults());
+    DataNodeHealth h = this.health;
+    this.extensions =
+        new PeerExtensions(b.pool, b.extensionsEnabled, (path, f) -> h.offersPing(path, f.ping()));
     this.backoff = b.backoff;
     this.mappedReads = b.mappedReads;
     this.absent =
@@ -105,7 +114,7 @@ public final class ReplicaManager implements Closeable {
             b.outliveDataNode,
             TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs));
     OpenFailures failures = new OpenFailures(b.backoff, endpoints::isClosing);
-    ReplicaOpener opener =
+    this.opener =
         new ReplicaOpener(
             b.pool,
             endpoints,
@@ -115,7 +124,8 @@ public final class ReplicaManager implements Closeable {
             b.counters,
             b.ticker,
             TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs),
-            b.slotWaitMs);
+            b.slotWaitMs,
+            health);
     LocalBlockReader reader = new LocalBlockReader(b.mappedReads);
     this.source =
         new ReplicaSource(
@@ -247,6 +257,19 @@ public final class ReplicaManager implements Closeable {
   }
 
   /**
+   * The health of the DataNode sockets this engine asked for replicas (the health itself is
+   * process-wide), for metrics.
+   */
+  public List<io.scr.core.health.PathHealth.Status> healthStatus() {
+    return opener.healthOfPathsAsked();
+  }
+
+  /** The DataNode health this manager consults and feeds (process-wide in production). */
+  public DataNodeHealth health() {
+    return health;
+  }
+
+  /**
    * Which local DataNodes are known not to hold which block (refused as absent within the expiry):
    * a lease asks none of them again for that block; callers choosing among several DataNodes
    * consult it themselves.
@@ -303,6 +326,7 @@ public final class ReplicaManager implements Closeable {
     private final String name;
     private final DomainSocketPool pool;
     private final PathBackoff backoff;
+    private DataNodeHealth health;
     private Ticker ticker = Ticker.systemTicker();
     private int capacity;
     private long fdBudget;
@@ -426,6 +450,15 @@ public final class ReplicaManager implements Closeable {
     /** Counters for short-circuit reads, bytes, opens and checksum failures (for metrics). */
     public Builder counters(ClientCounters c) {
       this.counters = java.util.Objects.requireNonNull(c, "counters");
+      return this;
+    }
+
+    /**
+     * The DataNode health to consult and feed (default: the process-wide one, {@link
+     * DataNodeHealth#shared}, with the keys' defaults).
+     */
+    public Builder health(DataNodeHealth h) {
+      this.health = java.util.Objects.requireNonNull(h, "health");
       return this;
     }
 

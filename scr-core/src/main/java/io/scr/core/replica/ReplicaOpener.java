@@ -1,6 +1,8 @@
 package io.scr.core.replica;
 
 import io.scr.cache.Ticker;
+import io.scr.core.health.DataNodeHealth;
+import io.scr.core.health.DataNodeUnhealthyException;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.PathCounters;
 import io.scr.core.net.DomainSocketPool;
@@ -43,6 +45,7 @@ final class ReplicaOpener {
   private final Ticker ticker;
   private final long staleAfterNanos;
   private final long slotWaitMs;
+  private final DataNodeHealth health;
 
   /**
    * Replicas a batched prefetch is about to open or opening: a reader's load of one takes it over
@@ -59,7 +62,8 @@ final class ReplicaOpener {
       ClientCounters counters,
       Ticker ticker,
       long staleAfterNanos,
-      long slotWaitMs) {
+      long slotWaitMs,
+      DataNodeHealth health) {
     this.pool = pool;
     this.endpoints = endpoints;
     this.failures = failures;
@@ -69,6 +73,37 @@ final class ReplicaOpener {
     this.ticker = ticker;
     this.staleAfterNanos = staleAfterNanos;
     this.slotWaitMs = slotWaitMs;
+    this.health = health;
+  }
+
+  /** The process-wide DataNode health this opener reports to and consults. */
+  DataNodeHealth health() {
+    return health;
+  }
+
+  /**
+   * The socket paths this engine asked for replicas (whose health its metrics publish: the
+   * process-wide health knows every engine's paths).
+   */
+  private final java.util.Set<String> pathsAsked = ConcurrentHashMap.newKeySet();
+
+  /** Whether {@code path} admits new opens now; remembers that this engine uses it. */
+  boolean admitsNewOpens(String path) {
+    if (!pathsAsked.contains(path)) {
+      pathsAsked.add(path);
+    }
+    return health.admitsNewOpens(path);
+  }
+
+  /** The health of the paths this engine asked for replicas, by path. */
+  java.util.List<io.scr.core.health.PathHealth.Status> healthOfPathsAsked() {
+    java.util.List<io.scr.core.health.PathHealth.Status> out = new java.util.ArrayList<>();
+    for (io.scr.core.health.PathHealth.Status st : health.snapshot()) {
+      if (pathsAsked.contains(st.path())) {
+        out.add(st);
+      }
+    }
+    return out;
   }
 
   /** Whether the engine is closing: a load that fails now failed because of it. */
@@ -76,9 +111,21 @@ final class ReplicaOpener {
     return endpoints.isClosing();
   }
 
-  /** Longest a reader's load waits for a batched prefetch it found sent: one exchange's bound. */
+  /**
+   * Longest a reader's load waits for a batched prefetch it found sent: one batch's bound (the
+   * longest health deadline, see {@link #batchDeadlineMs}) and a slot wait.
+   */
   private long batchWaitMs() {
-    return pool.exchangeTimeoutMs() + slotWaitMs;
+    return batchDeadlineMs() + slotWaitMs;
+  }
+
+  /**
+   * What bounds a batched fd exchange: the longest health deadline ({@code
+   * scr.client.health.deadline.max.ms}), since a batch holds many requests and the adaptive
+   * deadline is one request's.
+   */
+  int batchDeadlineMs() {
+    return health.maxDeadlineMillis();
   }
 
   /**
@@ -126,6 +173,10 @@ final class ReplicaOpener {
               + block
               + " a moment ago: it holds no such replica (not asked again)");
     }
+    if (!admitsNewOpens(socketPath)) {
+      // Not even a connect: a hung DataNode would hold this reader for the whole deadline.
+      throw new DataNodeUnhealthyException(socketPath, health.state(socketPath));
+    }
     long start = ticker.read();
     try {
       return openTimed(block, token, socketPath, prefetched, growing);
@@ -145,14 +196,29 @@ final class ReplicaOpener {
     DataNodeEndpoint endpoint = endpoints.endpoint(socketPath);
     Slot slot = endpoint.allocateSlot();
     SlotPool slotPool = endpoint.slotPoolOrNull();
+    if (!health.admitsNewOpens(socketPath)) {
+      // The first segment request of this endpoint waited the whole deadline (it hangs): no fd
+      // request after it.
+      if (slot != null) {
+        slotPool.releaseUnregistered(slot);
+      }
+      throw new DataNodeUnhealthyException(socketPath, health.state(socketPath), true);
+    }
     FileDescriptor[] fds = new FileDescriptor[2];
     boolean registered = false;
+    long t1 = ticker.read();
     try {
-      long t1 = ticker.read();
       ShortCircuitExchanges.requestFds(
-          pool, socketPath, block, token, slot == null ? null : slot.id(), fds);
+          pool,
+          socketPath,
+          block,
+          token,
+          slot == null ? null : slot.id(),
+          fds,
+          health.deadlineMillis(socketPath));
       registered = true;
       long t2 = ticker.read();
+      health.answered(socketPath, t2 - t1);
       FileChannel data = new FileInputStream(fds[0]).getChannel();
       FileChannel meta = new FileInputStream(fds[1]).getChannel();
       String name = block.getBlockPoolId() + ":" + block.getBlockName();
@@ -181,6 +247,9 @@ final class ReplicaOpener {
       if (e instanceof ShortCircuitRefusedException
           && ((ShortCircuitRefusedException) e).replicaAbsent()) {
         absent.remember(block, socketPath);
+      }
+      if (!registered && e instanceof IOException && !isClosing()) {
+        health.requestFailed(socketPath, (IOException) e, ticker.read() - t1);
       }
       failures.classify(socketPath, e);
       throw e;

@@ -27,9 +27,11 @@ import org.apache.hadoop.security.token.Token;
  * with its thread's {@link ReadContext}, the replica accessor and the engine's own API through
  * {@code ScrClient}.
  *
- * <p>A miss first consults the path's backoff and the memory of replicas the DataNode said it does
- * not hold ({@link AbsentReplicas}); either sends the read to the stock path (reason counted)
- * without a request. A cached replica of another generation stamp is dropped and opened again.
+ * <p>A miss first consults the path's backoff, the DataNode's health ({@code
+ * io.scr.core.health.DataNodeHealth}: not healthy, no request) and the memory of replicas the
+ * DataNode said it does not hold ({@link AbsentReplicas}); each sends the read to the stock path
+ * (reason counted) without a request. A cached replica of another generation stamp is dropped and
+ * opened again.
  *
  * <p><b>Per-thread contexts.</b> Each thread's {@link ReadContext} (spare lease and buffers) sits
  * in one thread-local whose holders are also kept in a weak registry: a context refers to the whole
@@ -284,6 +286,12 @@ public final class ReplicaSource {
       throws IOException {
     if (backoff.isBackingOff(socketPath)) {
       fallbacks.accept(FallbackReason.BACKING_OFF);
+      return null;
+    }
+    if (!opener.admitsNewOpens(socketPath)) {
+      // Suspect, unresponsive or dead: the read goes to another replica at once; replicas open
+      // already (the hit path above) keep reading.
+      fallbacks.accept(FallbackReason.DATANODE_UNHEALTHY);
       return null;
     }
     if (absent.isAbsent(block, socketPath)) {

@@ -4,9 +4,11 @@ import java.io.IOException;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.util.Collection;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 
 /**
@@ -18,10 +20,11 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * getReadStatistics()}) wraps a real {@code DFSInputStream}.
  *
  * <p>It adds no behaviour of its own: each member forwards to exactly one Hadoop member, named in
- * its javadoc. It lives in a split package, which works on the class path (Hadoop is not run as
- * named modules). Checked against Hadoop 3.3.6, 3.4.2 and 3.5.0: one jar serves all three, the one
- * member whose signature differs between them ({@code DFSClient.updateFileSystemReadStats}) is
- * bound once, when this class initializes.
+ * its javadoc (the override of stock's DataNode choice asks a hook, {@link #nodesToSkip}, which
+ * changes nothing here). It lives in a split package, which works on the class path (Hadoop is not
+ * run as named modules). Checked against Hadoop 3.3.6, 3.4.2 and 3.5.0: one jar serves all three,
+ * the one member whose signature differs between them ({@code DFSClient.updateFileSystemReadStats})
+ * is bound once, when this class initializes.
  *
  * <p>Thread-safety: as {@link DFSInputStream}.
  */
@@ -106,6 +109,35 @@ public abstract class ScrDfsInputStreamBase extends DFSInputStream {
     DFSUtilClient.CorruptedBlocks corrupted = new DFSUtilClient.CorruptedBlocks();
     corrupted.addCorruptedBlock(block, dataNode);
     reportCheckSumFailure(corrupted, locations, false);
+  }
+
+  /**
+   * {@code DFSInputStream.getBestNodeDNAddrPair(block, nodesToSkip(block, ignoredNodes))}: stock's
+   * choice of the DataNode a stock read of {@code block} goes to, skipping what {@link
+   * #nodesToSkip} adds (the same protected method, with the same signature, in 3.3.6, 3.4 and 3.5;
+   * every stock read chooses through it: positional, hedged and stateful).
+   */
+  @Override
+  protected DNAddrPair getBestNodeDNAddrPair(
+      LocatedBlock block, Collection<DatanodeInfo> ignoredNodes) {
+    return super.getBestNodeDNAddrPair(block, nodesToSkip(block, ignoredNodes));
+  }
+
+  /**
+   * The DataNodes a stock read of {@code block} must not choose: {@code ignoredNodes} (may be null)
+   * here; a subclass adds to a copy, never to the caller's collection.
+   */
+  protected Collection<DatanodeInfo> nodesToSkip(
+      LocatedBlock block, Collection<DatanodeInfo> ignoredNodes) {
+    return ignoredNodes;
+  }
+
+  /**
+   * {@code DFSClient.getDeadNodes(this).containsKey(dn)}: whether stock's choice skips {@code dn}
+   * already (this stream's dead nodes, and the shared detector's when it is enabled).
+   */
+  protected final boolean isDeadForStock(DatanodeInfo dn) {
+    return dfsClient.getDeadNodes(this).containsKey(dn);
   }
 
   /** {@code DFSClient.checkOpen()} for a client that has no stream yet. */

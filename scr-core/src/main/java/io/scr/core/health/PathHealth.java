@@ -1,0 +1,384 @@
+package io.scr.core.health;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.cache.Ticker;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The health of the DataNode behind one socket path: its {@link HealthState}, the deadline its
+ * answers are held to, and how often it changed. Fed by {@link DataNodeHealth} with what requests
+ * and probes see:
+ *
+ * <table>
+ *   <caption>Transitions</caption>
+ *   <tr><th>event</th><th>from</th><th>to</th></tr>
+ *   <tr><td>an answer (any status) within the deadline</td><td>any</td><td>HEALTHY</td></tr>
+ *   <tr><td>no answer within the deadline</td><td>HEALTHY</td><td>SUSPECT</td></tr>
+ *   <tr><td>no answer within the deadline</td><td>SUSPECT, DEAD</td><td>UNRESPONSIVE</td></tr>
+ *   <tr><td>reset or EOF inside an exchange, a segment closed</td><td>HEALTHY</td>
+ *       <td>SUSPECT</td></tr>
+ *   <tr><td>no socket, connection refused, closed unanswered</td><td>any</td><td>DEAD</td></tr>
+ * </table>
+ *
+ * <p>One WARN when the state becomes UNRESPONSIVE or DEAD, one INFO when it is HEALTHY again after
+ * that (a SUSPECT that clears logs at DEBUG).
+ *
+ * <p>Concurrency: thread-safe. {@link #state()} and {@link #deadlineNanos()} are volatile reads
+ * (every replica open reads them); events take this object's monitor, which guards the answer-time
+ * window and the transition bookkeeping; logging happens after the monitor is released.
+ */
+public final class PathHealth {
+  private static final Logger LOG = LoggerFactory.getLogger(DataNodeHealth.class);
+
+  /** Answer times kept for the percentile. */
+  static final int WINDOW = 64;
+
+  /** Answers needed before the deadline follows them (until then it is the cap). */
+  static final int MIN_SAMPLES = 8;
+
+  private final String path;
+  private final HealthPolicy policy;
+  private final Ticker ticker;
+
+  /** Run (outside the monitor) when the state leaves HEALTHY: starts the probe. */
+  private final Runnable onLeftHealthy;
+
+  private volatile HealthState state = HealthState.HEALTHY;
+  private volatile long deadlineNanos;
+
+  @GuardedBy("this")
+  private final long[] window = new long[WINDOW];
+
+  @GuardedBy("this")
+  private long answers;
+
+  @GuardedBy("this")
+  private long changedAtNanos;
+
+  @GuardedBy("this")
+  private String lastReason;
+
+  /** Transitions into each state, by ordinal. */
+  private final AtomicLongArray entered = new AtomicLongArray(HealthState.values().length);
+
+  private final LongAdder probes = new LongAdder();
+
+  /** Whether the peer advertised the shim's PING (then probes use it). */
+  private volatile boolean offersPing;
+
+  /** When a read last asked about this path while it was not healthy (ticker time). */
+  private volatile long askedAtNanos;
+
+  /** Whether a probe of this path is scheduled or running ({@link DataNodeHealth}). */
+  final java.util.concurrent.atomic.AtomicBoolean probing =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
+  PathHealth(String path, HealthPolicy policy, Ticker ticker, Runnable onLeftHealthy) {
+    this.path = path;
+    this.policy = policy;
+    this.ticker = ticker;
+    this.onLeftHealthy = onLeftHealthy;
+    this.deadlineNanos = policy.deadlineNanos(-1);
+    synchronized (this) {
+      this.changedAtNanos = ticker.read();
+    }
+  }
+
+  /** The socket path. */
+  public String path() {
+    return path;
+  }
+
+  /** The state now. */
+  public HealthState state() {
+    return state;
+  }
+
+  /** How long a request or probe waits for this DataNode's answer now (ns). */
+  public long deadlineNanos() {
+    return deadlineNanos;
+  }
+
+  /** The deadline in whole milliseconds (at least 1), for socket timeouts. */
+  public int deadlineMillis() {
+    return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos));
+  }
+
+  /** The DataNode answered a request after {@code latencyNanos}: a sample, and healthy. */
+  public void answered(long latencyNanos) {
+    synchronized (this) {
+      window[(int) (answers % WINDOW)] = latencyNanos;
+      answers++;
+      if (answers >= MIN_SAMPLES && (answers % 8 == 0 || answers == MIN_SAMPLES)) {
+        deadlineNanos = policy.deadlineNanos(p99());
+      }
+      if (state == HealthState.HEALTHY) {
+        return;
+      }
+    }
+    recovered("answered a request in " + micros(latencyNanos) + " us");
+  }
+
+  /**
+   * The DataNode answered a probe: healthy, without a sample (a probe is cheaper than an fd
+   * request, and would pull the deadline below what requests need).
+   */
+  void probeAnswered() {
+    if (state != HealthState.HEALTHY) {
+      recovered("answered a probe");
+    }
+  }
+
+  private void recovered(String why) {
+    HealthState from;
+    long heldNanos;
+    synchronized (this) {
+      from = state;
+      if (from == HealthState.HEALTHY) {
+        return;
+      }
+      heldNanos = enter(HealthState.HEALTHY, why);
+    }
+    if (from == HealthState.SUSPECT) {
+      LOG.debug("DataNode at {} {}; healthy again", path, why);
+    } else {
+      LOG.info(
+          "DataNode at {} {} after {} ms {}: new replicas are opened there again",
+          path,
+          why,
+          TimeUnit.NANOSECONDS.toMillis(heldNanos),
+          from.name().toLowerCase(java.util.Locale.ROOT));
+    }
+  }
+
+  /** A request or probe waited its whole deadline for an answer. */
+  public void timedOut(String what) {
+    HealthState to;
+    synchronized (this) {
+      HealthState from = state;
+      to = from == HealthState.HEALTHY ? HealthState.SUSPECT : HealthState.UNRESPONSIVE;
+      if (from == to) {
+        lastReason = what;
+        return;
+      }
+      enter(to, what);
+    }
+    changed(to, what);
+  }
+
+  /** The connection was reset or closed inside an exchange, or the DataNode closed a segment. */
+  public void faltered(String what) {
+    synchronized (this) {
+      if (state != HealthState.HEALTHY) {
+        return;
+      }
+      enter(HealthState.SUSPECT, what);
+    }
+    changed(HealthState.SUSPECT, what);
+  }
+
+  /** Nobody listens at the path: no socket file, connection refused, or closed unanswered. */
+  public void refused(String what) {
+    synchronized (this) {
+      if (state == HealthState.DEAD) {
+        lastReason = what;
+        return;
+      }
+      enter(HealthState.DEAD, what);
+    }
+    changed(HealthState.DEAD, what);
+  }
+
+  /** Whether probes use the shim's PING (the peer advertised it) rather than a stock op. */
+  boolean offersPing() {
+    return offersPing;
+  }
+
+  void offersPing(boolean yes) {
+    offersPing = yes;
+  }
+
+  /** The policy this path's deadline and probes follow. */
+  HealthPolicy policy() {
+    return policy;
+  }
+
+  void askedAt(long nanos) {
+    askedAtNanos = nanos;
+  }
+
+  long askedAtNanos() {
+    return askedAtNanos;
+  }
+
+  /** Counts one probe sent (or waited on) for this path. */
+  void probed() {
+    probes.increment();
+  }
+
+  @GuardedBy("this")
+  private long enter(HealthState to, String why) {
+    long now = ticker.read();
+    long held = now - changedAtNanos;
+    state = to;
+    changedAtNanos = now;
+    askedAtNanos = now; // the request that saw the change asked
+    lastReason = why;
+    entered.incrementAndGet(to.ordinal());
+    return held;
+  }
+
+  private void changed(HealthState to, String why) {
+    switch (to) {
+      case UNRESPONSIVE:
+        LOG.warn(
+            "DataNode at {} does not answer within {} ms ({}): replicas not open yet are read"
+                + " from other DataNodes, open ones keep reading short-circuit; probing it every"
+                + " {} ms",
+            path,
+            deadlineMillis(),
+            why,
+            TimeUnit.NANOSECONDS.toMillis(policy.probeIntervalNanos()));
+        break;
+      case DEAD:
+        LOG.warn(
+            "DataNode at {} is not running ({}): replicas not open yet are read from other"
+                + " DataNodes; probing it every {} ms",
+            path,
+            why,
+            TimeUnit.NANOSECONDS.toMillis(policy.probeIntervalNanos()));
+        break;
+      default:
+        LOG.debug("DataNode at {} is suspect: {}", path, why);
+        break;
+    }
+    onLeftHealthy.run();
+  }
+
+  @GuardedBy("this")
+  private long p99() {
+    int n = (int) Math.min(answers, WINDOW);
+    long[] sorted = Arrays.copyOf(window, n);
+    Arrays.sort(sorted);
+    int index = (int) Math.ceil(n * 0.99) - 1;
+    return sorted[Math.max(0, index)];
+  }
+
+  private static long micros(long nanos) {
+    return TimeUnit.NANOSECONDS.toMicros(nanos);
+  }
+
+  /** A snapshot for metrics, the summary line and {@code scr doctor}. */
+  public Status status() {
+    Map<HealthState, Long> counts = new EnumMap<>(HealthState.class);
+    for (HealthState s : HealthState.values()) {
+      counts.put(s, entered.get(s.ordinal()));
+    }
+    synchronized (this) {
+      return new Status(
+          path,
+          state,
+          ticker.read() - changedAtNanos,
+          deadlineNanos,
+          counts,
+          probes.sum(),
+          lastReason);
+    }
+  }
+
+  /** One path's health at one moment. Immutable. */
+  public static final class Status {
+    private final String path;
+    private final HealthState state;
+    private final long inStateNanos;
+    private final long deadlineNanos;
+    private final Map<HealthState, Long> entered;
+    private final long probes;
+    private final String lastReason;
+
+    Status(
+        String path,
+        HealthState state,
+        long inStateNanos,
+        long deadlineNanos,
+        Map<HealthState, Long> entered,
+        long probes,
+        String lastReason) {
+      this.path = path;
+      this.state = state;
+      this.inStateNanos = inStateNanos;
+      this.deadlineNanos = deadlineNanos;
+      this.entered = entered;
+      this.probes = probes;
+      this.lastReason = lastReason;
+    }
+
+    /** The socket path. */
+    public String path() {
+      return path;
+    }
+
+    /** The state. */
+    public HealthState state() {
+      return state;
+    }
+
+    /** How long it has been in that state (ns). */
+    public long inStateNanos() {
+      return inStateNanos;
+    }
+
+    /** The deadline answers are held to (ns). */
+    public long deadlineNanos() {
+      return deadlineNanos;
+    }
+
+    /** How often the path entered {@code state} since the process started. */
+    public long transitionsTo(HealthState state) {
+      return entered.get(state);
+    }
+
+    /** Every state change since the process started. */
+    public long transitions() {
+      long n = 0;
+      for (long v : entered.values()) {
+        n += v;
+      }
+      return n;
+    }
+
+    /** Probes sent while the path was not healthy. */
+    public long probes() {
+      return probes;
+    }
+
+    /** What caused the last change (or the last event of the same kind), or null. */
+    public String lastReason() {
+      return lastReason;
+    }
+
+    @Override
+    public String toString() {
+      return path
+          + " "
+          + state.name().toLowerCase(java.util.Locale.ROOT)
+          + " for "
+          + TimeUnit.NANOSECONDS.toMillis(inStateNanos)
+          + " ms (deadline "
+          + TimeUnit.NANOSECONDS.toMillis(deadlineNanos)
+          + " ms, transitions "
+          + transitions()
+          + ", probes "
+          + probes
+          + (lastReason == null ? "" : ", last: " + lastReason)
+          + ")";
+    }
+  }
+}

@@ -1,0 +1,256 @@
+package io.scr.core.health;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.scr.core.net.LivenessProbe;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+import org.apache.log4j.AppenderSkeleton;
+import org.apache.log4j.Level;
+import org.apache.log4j.Logger;
+import org.apache.log4j.spi.LoggingEvent;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The health state machine of one DataNode socket, its deadline, and the probe that notices a
+ * DataNode answering again: on a fake clock and a scheduler the test runs by hand, against fake
+ * DataNode sockets that accept and do not answer until told to.
+ */
+class DataNodeHealthTest {
+  @TempDir Path dir;
+
+  private final AtomicLong now = new AtomicLong(1_000_000_000L);
+  private final List<Long> delays = new ArrayList<>();
+  private final List<Runnable> due = new ArrayList<>();
+  private final LivenessProbe probe = new LivenessProbe();
+  private final LogCapture log = new LogCapture();
+
+  /** Floor 50 ms, cap 150 ms, 10x p99, a probe every 100 ms. */
+  private DataNodeHealth health;
+
+  @BeforeEach
+  void setUp() {
+    health =
+        new DataNodeHealth(
+            HealthPolicy.of(50, 150, 10, 100),
+            now::get,
+            (task, delayNanos) -> {
+              due.add(task);
+              delays.add(delayNanos);
+            },
+            probe);
+  }
+
+  @AfterEach
+  void tearDown() {
+    probe.close();
+    log.close();
+  }
+
+  /** Runs the one probe that is due, as the scheduler's thread would. */
+  private void runDueProbe() {
+    assertEquals(1, due.size(), "exactly one probe is scheduled");
+    Runnable task = due.remove(0);
+    task.run();
+  }
+
+  /**
+   * Runs due probes until the path is healthy (a loaded test machine may take longer than the 150
+   * ms deadline to start the fake's threads; the state machine is the same).
+   */
+  private void probeUntilHealthy(PathHealth h) {
+    for (int i = 0; i < 100 && h.state() != HealthState.HEALTHY; i++) {
+      runDueProbe();
+    }
+    assertEquals(HealthState.HEALTHY, h.state());
+    assertTrue(due.isEmpty(), "no probe once healthy");
+  }
+
+  private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  @Test
+  void aWaitOfTheWholeDeadlineMakesItSuspectASecondUnresponsiveWithOneWarnAndAnAnswerOneInfo() {
+    String path = dir.resolve("dn.sock").toString();
+    PathHealth h = health.of(path);
+    assertEquals(HealthState.HEALTHY, h.state());
+    assertTrue(health.admitsNewOpens(path));
+    assertTrue(due.isEmpty(), "no probe while healthy");
+
+    h.timedOut("op 87");
+    assertEquals(HealthState.SUSPECT, h.state());
+    assertFalse(health.admitsNewOpens(path), "a suspect DataNode gets no new opens");
+    assertEquals(1, due.size(), "leaving healthy schedules a probe");
+    assertEquals(0L, delays.get(0), "at once");
+
+    h.timedOut("op 87");
+    h.timedOut("op 87");
+    assertEquals(HealthState.UNRESPONSIVE, h.state());
+    assertEquals(1, due.size(), "one probe per path, however many failures");
+    assertEquals(1, log.matching("WARN", "does not answer within").size(), log.lines().toString());
+
+    now.addAndGet(8_000 * MS);
+    h.answered(300_000);
+    assertEquals(HealthState.HEALTHY, h.state());
+    assertTrue(health.admitsNewOpens(path));
+    assertEquals(
+        1,
+        log.matching("INFO", "after 8000 ms unresponsive").size(),
+        "one INFO on recovery: " + log.lines());
+
+    PathHealth.Status s = h.status();
+    assertEquals(3, s.transitions());
+    assertEquals(1, s.transitionsTo(HealthState.SUSPECT));
+    assertEquals(1, s.transitionsTo(HealthState.UNRESPONSIVE));
+    assertEquals(1, s.transitionsTo(HealthState.HEALTHY));
+  }
+
+  @Test
+  void refusalIsDeadAResetIsSuspectAndEitherHealsOnAnAnswer() {
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    h.faltered("connection reset");
+    assertEquals(HealthState.SUSPECT, h.state());
+    h.refused("connection refused");
+    assertEquals(HealthState.DEAD, h.state());
+    assertTrue(
+        health.admitsNewOpens(h.path()),
+        "a connect fails at once: the connect backoff, not the health, holds opens back");
+    assertEquals(1, log.matching("WARN", "is not running").size(), log.lines().toString());
+    h.faltered("a segment closed");
+    assertEquals(HealthState.DEAD, h.state(), "a softer sign does not undo a harder one");
+    h.timedOut("accepts again but does not answer");
+    assertEquals(HealthState.UNRESPONSIVE, h.state());
+    h.answered(100_000);
+    assertEquals(HealthState.HEALTHY, h.state());
+  }
+
+  @Test
+  void theDeadlineIsTenTimesTheRecentP99WithinTheFloorAndTheCap() {
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    assertEquals(150, h.deadlineMillis(), "the cap until the DataNode has answered enough");
+    for (int i = 0; i < PathHealth.MIN_SAMPLES; i++) {
+      h.answered(MS); // 1 ms answers: 10 ms, floored
+    }
+    assertEquals(50, h.deadlineMillis());
+    for (int i = 0; i < PathHealth.WINDOW; i++) {
+      h.answered(12 * MS);
+    }
+    assertEquals(120, h.deadlineMillis(), "10 x p99");
+    for (int i = 0; i < PathHealth.WINDOW; i++) {
+      h.answered(40 * MS);
+    }
+    assertEquals(150, h.deadlineMillis(), "capped");
+    for (int i = 0; i < PathHealth.WINDOW; i++) {
+      h.answered(2 * MS);
+    }
+    assertEquals(50, h.deadlineMillis(), "recent answers only");
+  }
+
+  @Test
+  void aProbeWaitsOnOneRequestWhileTheDataNodeHangsAndSeesItsAnswerWhenItResumes()
+      throws Exception {
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"))) {
+      PathHealth h = health.of(dn.path());
+      h.timedOut("op 87");
+      runDueProbe(); // waits the deadline (150 ms, no answers yet): no answer
+      assertEquals(HealthState.UNRESPONSIVE, h.state());
+      assertEquals(1, due.size(), "probed again while not healthy");
+      assertEquals(TimeUnit.MILLISECONDS.toNanos(100), (long) delays.get(1), "after the interval");
+      runDueProbe();
+      assertEquals(HealthState.UNRESPONSIVE, h.state());
+      assertEquals(1, dn.connections(), "the second probe waits on the first one's request");
+      assertEquals(1, dn.requests(88), "a stock op 88, sent once");
+
+      dn.resume();
+      probeUntilHealthy(h); // the queued request's answer heals it
+      assertEquals(1, dn.requests(88), "no second request: the answer to the first was awaited");
+      assertEquals(1, dn.connections());
+      assertEquals(0, dn.requests(87), "a probe asks for no replica");
+    }
+  }
+
+  @Test
+  void aMissingSocketIsDeadAndTheProbeSeesANewDataNodeBindIt() throws Exception {
+    Path sock = dir.resolve("dn.sock");
+    PathHealth h = health.of(sock.toString());
+    h.timedOut("op 87");
+    runDueProbe();
+    assertEquals(HealthState.DEAD, h.state(), "no socket file: nobody listens");
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.answering(sock)) {
+      probeUntilHealthy(h);
+    }
+  }
+
+  @Test
+  void aDataNodeNoReadAsksAboutIsNotProbedForEverAndTheNextReadStartsItAgain() throws Exception {
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"))) {
+      PathHealth h = health.of(dn.path());
+      h.timedOut("op 87");
+      runDueProbe();
+      assertEquals(HealthState.UNRESPONSIVE, h.state());
+      assertEquals(1, due.size(), "probed on while a read asked recently");
+      now.addAndGet(TimeUnit.SECONDS.toNanos(DataNodeHealth.PROBE_WHILE_ASKED_SECONDS + 1));
+      runDueProbe();
+      assertTrue(due.isEmpty(), "nobody asked for 6 s: the probe stops");
+      assertFalse(health.admitsNewOpens(dn.path()), "still unresponsive as far as anyone knows");
+      assertEquals(1, due.size(), "a read that asks starts the probe again");
+      assertFalse(health.admitsNewOpens(dn.path()));
+      assertEquals(1, due.size(), "one probe per path");
+    }
+  }
+
+  @Test
+  void aPeerThatAdvertisedPingIsProbedWithPing() throws Exception {
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.answering(dir.resolve("dn.sock"))) {
+      health.offersPing(dn.path(), true);
+      health.of(dn.path()).faltered("a segment closed");
+      probeUntilHealthy(health.of(dn.path()));
+      assertTrue(dn.requests(127) >= 1, "op 127 PING");
+      assertEquals(0, dn.requests(88));
+    }
+  }
+
+  /** Captures INFO and above of the health loggers. */
+  private static final class LogCapture extends AppenderSkeleton implements AutoCloseable {
+    private final Logger logger = Logger.getLogger("io.scr.core.health");
+    private final List<String> lines = new ArrayList<>();
+
+    LogCapture() {
+      setThreshold(Level.INFO);
+      logger.addAppender(this);
+    }
+
+    @Override
+    protected synchronized void append(LoggingEvent event) {
+      lines.add(event.getLevel() + " " + event.getRenderedMessage());
+    }
+
+    synchronized List<String> matching(String level, String fragment) {
+      return lines.stream()
+          .filter(l -> l.startsWith(level) && l.contains(fragment))
+          .collect(Collectors.toList());
+    }
+
+    synchronized List<String> lines() {
+      return new ArrayList<>(lines);
+    }
+
+    @Override
+    public boolean requiresLayout() {
+      return false;
+    }
+
+    @Override
+    public void close() {
+      logger.removeAppender(this);
+    }
+  }
+}
