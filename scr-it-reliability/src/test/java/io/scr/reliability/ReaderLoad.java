@@ -106,16 +106,19 @@ final class ReaderLoad implements AutoCloseable {
   private final ConcurrentLinkedQueue<Sample> samples = new ConcurrentLinkedQueue<>();
   private final List<Thread> readers = new ArrayList<>();
   private volatile boolean stopping;
+  private volatile int laterReadsPerFirst = -1;
 
   /**
    * Opens every file of {@code files} (path to its bytes) twice on {@code fs}; blocks of {@code
-   * blockSize}; {@code threads} readers of every block and {@code openReplicaThreads} readers of
-   * the warm blocks only, pausing {@code pauseMicros} between reads.
+   * blockSize}, the first {@code warmShare} (0 to 1) of each file's blocks warm; {@code threads}
+   * readers of every block and {@code openReplicaThreads} readers of the warm blocks only, pausing
+   * {@code pauseMicros} between reads.
    */
   ReaderLoad(
       FileSystem fs,
       Map<String, byte[]> files,
       int blockSize,
+      double warmShare,
       int threads,
       int openReplicaThreads,
       int pauseMicros)
@@ -134,7 +137,7 @@ final class ReaderLoad implements AutoCloseable {
       for (int b = 0; b < blocks; b++) {
         Block block =
             new Block(f, (long) b * blockSize, Math.min(blockSize, bytes.length - b * blockSize));
-        (b < blocks / 2 ? warmBlocks : coldBlocks).add(block);
+        (b < (int) (blocks * warmShare) ? warmBlocks : coldBlocks).add(block);
       }
     }
     Collections.shuffle(coldBlocks, new Random(42));
@@ -150,6 +153,16 @@ final class ReaderLoad implements AutoCloseable {
     for (Block b : warmBlocks) {
       read(r, Kind.WARM, warmStreams.get(b.file), b);
     }
+  }
+
+  /**
+   * After each first read, a reader reads {@code n} times from blocks already read before it claims
+   * the next new block (a reader that opens a block reads it several times); by default readers
+   * claim a released block whenever one is waiting.
+   */
+  ReaderLoad laterReadsPerFirst(int n) {
+    laterReadsPerFirst = n;
+    return this;
   }
 
   /** Starts the reader threads. */
@@ -175,18 +188,29 @@ final class ReaderLoad implements AutoCloseable {
     return Math.min(claimed.get(), released.get());
   }
 
+  /** How many cold blocks have had their first read return. */
+  int firstReadsDone() {
+    return readOnce.size();
+  }
+
   private void loop(Random r, boolean warmOnly) {
+    int owed = 0;
     while (!stopping) {
       int claim = claimed.get();
       int done = readOnce.size();
-      if (!warmOnly && claim < released.get() && claimed.compareAndSet(claim, claim + 1)) {
+      if (!warmOnly
+          && owed == 0
+          && claim < released.get()
+          && claimed.compareAndSet(claim, claim + 1)) {
         Block b = coldBlocks.get(claim);
         read(r, Kind.FIRST, coldStreams.get(b.file), b);
         readOnce.add(b);
-      } else if (!warmOnly && done > 0 && r.nextBoolean()) {
+        owed = Math.max(0, laterReadsPerFirst);
+      } else if (!warmOnly && done > 0 && (owed > 0 || r.nextBoolean())) {
+        owed = Math.max(0, owed - 1);
         Block b = readOnce.get(r.nextInt(done));
         read(r, Kind.COLD, coldStreams.get(b.file), b);
-      } else {
+      } else if (!warmBlocks.isEmpty()) {
         Block b = warmBlocks.get(r.nextInt(warmBlocks.size()));
         read(r, Kind.WARM, warmStreams.get(b.file), b);
       }

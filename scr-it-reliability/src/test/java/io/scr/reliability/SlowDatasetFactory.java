@@ -23,10 +23,10 @@ import org.apache.hadoop.hdfs.server.datanode.fsdataset.impl.FsDatasetFactory;
  * <p>Set through {@code dfs.datanode.fsdataset.factory}; the real {@code FsDatasetImpl} does all
  * the work behind a {@link Proxy} of {@link FsDatasetSpi}. While the file named by the system
  * property {@value #DELAY_FILE_PROPERTY} holds a number of milliseconds, every op 87 waits that
- * long before its fds are opened: a stock DataNode's {@code getShortCircuitFdsForRead}, and the
- * shim's {@code getBlockInputStream} on its own threads ({@code scr-shim-*}; the meta file it opens
- * next is not delayed again). TCP reads (DataXceiver threads) are not delayed. Thread-safe: the
- * file is read on every call.
+ * long before its fds are opened: the {@code getBlockInputStream} that a stock DataNode's {@code
+ * requestShortCircuitFdsForRead} or the shim (on its {@code scr-shim-*} threads) calls first. TCP
+ * reads, which open the same stream from {@code BlockSender}, are not delayed, nor is the meta file
+ * opened next. Thread-safe: the file is read on every call.
  */
 public final class SlowDatasetFactory extends FsDatasetSpi.Factory<FsDatasetSpi<?>> {
   static final String DELAY_FILE_PROPERTY = "scr.it.op87.delay.file";
@@ -39,9 +39,7 @@ public final class SlowDatasetFactory extends FsDatasetSpi.Factory<FsDatasetSpi<
     InvocationHandler h =
         (proxy, method, args) -> {
           String name = method.getName();
-          if (name.equals("getShortCircuitFdsForRead")
-              || (name.equals("getBlockInputStream")
-                  && Thread.currentThread().getName().startsWith("scr-shim"))) {
+          if (name.equals("getBlockInputStream") && servesFdRequest()) {
             long ms = delayMillis(delayFile);
             if (ms > 0) {
               TimeUnit.MILLISECONDS.sleep(ms);
@@ -56,6 +54,24 @@ public final class SlowDatasetFactory extends FsDatasetSpi.Factory<FsDatasetSpi<
     return (FsDatasetSpi<?>)
         Proxy.newProxyInstance(
             SlowDatasetFactory.class.getClassLoader(), new Class<?>[] {FsDatasetSpi.class}, h);
+  }
+
+  /**
+   * Whether this call opens fds for op 87: a stock DataNode opens them in {@code
+   * DataNode.requestShortCircuitFdsForRead} (TCP reads open the same stream from {@code
+   * BlockSender}), the shim on its own threads.
+   */
+  private static boolean servesFdRequest() {
+    if (Thread.currentThread().getName().startsWith("scr-shim")) {
+      return true;
+    }
+    return StackWalker.getInstance()
+        .walk(
+            frames ->
+                frames.anyMatch(
+                    f ->
+                        f.getMethodName().equals("requestShortCircuitFdsForRead")
+                            && f.getClassName().equals(DataNode.class.getName())));
   }
 
   private static long delayMillis(Path file) throws IOException {
