@@ -59,10 +59,6 @@ final class ReaderLoad implements AutoCloseable {
       this.failure = failure;
     }
 
-    long millis() {
-      return TimeUnit.NANOSECONDS.toMillis(nanos);
-    }
-
     @Override
     public String toString() {
       return kind
@@ -181,11 +177,6 @@ final class ReaderLoad implements AutoCloseable {
   /** Lets the readers first-read up to {@code n} more cold blocks (in a fixed random order). */
   void release(int n) {
     released.updateAndGet(v -> Math.min(coldBlocks.size(), v + n));
-  }
-
-  /** How many cold blocks have been first read (claimed by a reader) so far. */
-  int firstReads() {
-    return Math.min(claimed.get(), released.get());
   }
 
   /** How many cold blocks have had their first read return. */
