@@ -94,6 +94,15 @@ final class ProcessHdfs implements AutoCloseable {
   private final int blockSize;
   private final Path tree;
   private final Path socketDir;
+
+  /**
+   * Null when the socket directory passes the socket path rules up to {@code /}; otherwise why not,
+   * and the local DataNode skips the check above the socket directory: the shim trusts its parent
+   * ({@code scr.shim.socket.path.trusted.dir.test-only}), a stock DataNode starts through {@link
+   * RelaxedDataNode} ({@code DomainSocket.disableBindPathValidation()}).
+   */
+  private final String relaxedCheck;
+
   private final Path nativeDir;
   private final Path noNativeDir;
   private final boolean setpriv;
@@ -219,6 +228,10 @@ final class ProcessHdfs implements AutoCloseable {
         if (mode == LocalMode.SHIM) {
           hdfs.put("dfs.datanode.plugins", "io.scr.shim.ScrShimPlugin");
           hdfs.put("scr.shim.socket.path", socketTemplate());
+          if (relaxedCheck != null) {
+            hdfs.put(
+                "scr.shim.socket.path.trusted.dir.test-only", socketDir.getParent().toString());
+          }
         } else {
           // a stock DataNode binds its socket only with short-circuit on in its own configuration
           hdfs.put("dfs.client.read.shortcircuit", "true");
@@ -239,7 +252,9 @@ final class ProcessHdfs implements AutoCloseable {
               conf,
               libraryPath,
               props,
-              "org.apache.hadoop.hdfs.server.datanode.DataNode",
+              local && mode == LocalMode.STOCK && relaxedCheck != null
+                  ? RelaxedDataNode.class.getName()
+                  : "org.apache.hadoop.hdfs.server.datanode.DataNode",
               List.of(),
               log);
     }
@@ -256,7 +271,9 @@ final class ProcessHdfs implements AutoCloseable {
     Path tmp = Paths.get(System.getProperty("java.io.tmpdir")).toAbsolutePath();
     Files.createDirectories(tmp);
     this.tree = Files.createTempDirectory(tmp, "process-hdfs-");
-    this.socketDir = createSocketDir();
+    SocketDir sockets = createSocketDir();
+    this.socketDir = sockets.dir;
+    this.relaxedCheck = sockets.relaxed;
     this.nativeDir = io.scr.testing.StockNative.nativeDir();
     this.noNativeDir = Files.createDirectories(tree.resolve("no-native"));
     this.setpriv = onPath("setpriv");
@@ -296,6 +313,11 @@ final class ProcessHdfs implements AutoCloseable {
 
   LocalMode mode() {
     return mode;
+  }
+
+  /** Null when the local DataNode runs the full socket path check; otherwise why it does not. */
+  String relaxedSocketPathCheck() {
+    return relaxedCheck;
   }
 
   URI uri() {
@@ -602,18 +624,33 @@ final class ProcessHdfs implements AutoCloseable {
     }
   }
 
+  /** The socket directory, and why the socket path check is relaxed (null: it is not). */
+  private static final class SocketDir {
+    final Path dir;
+    final String relaxed;
+
+    SocketDir(Path dir, String relaxed) {
+      this.dir = dir;
+      this.relaxed = relaxed;
+    }
+  }
+
   /**
    * The socket directory: mode 0755 in a parent whose every component is owned by root or the
    * current user and writable by nobody else (stock libhadoop's and the shim's path rules, no
-   * sticky-bit exemption), short enough for {@code sun_path}.
+   * sticky-bit exemption), short enough for {@code sun_path}. When no candidate passes (a checkout
+   * in a group-writable directory, under {@code /tmp}), the directory goes under {@code
+   * java.io.tmpdir} and the local DataNode skips the check on the directories above it (see {@link
+   * #relaxedCheck}).
    */
-  private Path createSocketDir() throws IOException {
+  private static SocketDir createSocketDir() throws IOException {
     List<Path> candidates = new ArrayList<>();
     String override = System.getProperty("scr.it.socketBase");
     if (override != null && !override.isEmpty()) {
       candidates.add(Paths.get(override));
     }
-    candidates.add(Paths.get(System.getProperty("java.io.tmpdir")).toAbsolutePath());
+    Path tmp = Paths.get(System.getProperty("java.io.tmpdir")).toAbsolutePath();
+    candidates.add(tmp);
     String runtime = System.getenv("XDG_RUNTIME_DIR");
     if (runtime != null && !runtime.isEmpty()) {
       candidates.add(Paths.get(runtime));
@@ -623,19 +660,25 @@ final class ProcessHdfs implements AutoCloseable {
     for (Path c : candidates) {
       String problem = socketPathProblem(c, uid);
       if (problem == null && c.toString().length() < 70) {
-        Path dir = Files.createTempDirectory(c, "phdfs-");
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
-        return dir;
+        return new SocketDir(newSocketDir(c), null);
       }
       rejected.add(c + ": " + (problem == null ? "too long for sun_path" : problem));
     }
-    throw new IllegalStateException(
-        "no directory for the DataNode socket passes the socket path rules (every component owned"
-            + " by root or uid "
+    String why =
+        "no directory passes the socket path rules (every component owned by root or uid "
             + uid
             + ", writable by nobody else): "
             + rejected
-            + ". Pass -Dscr.it.socketBase=<such a directory>");
+            + "; the local DataNode's check skips the directories above its socket directory"
+            + " (pass -Dscr.it.socketBase=<such a directory> for the full check)";
+    System.err.println("ProcessHdfs: " + why);
+    return new SocketDir(newSocketDir(tmp), why);
+  }
+
+  private static Path newSocketDir(Path parent) throws IOException {
+    Path dir = Files.createTempDirectory(parent, "phdfs-");
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+    return dir;
   }
 
   private static String socketPathProblem(Path dir, int uid) {
