@@ -1,0 +1,390 @@
+package io.scr.reliability;
+
+import static org.junit.jupiter.api.Assertions.assertAll;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.reliability.ReaderLoad.Bytes;
+import io.scr.reliability.ReaderLoad.Kind;
+import io.scr.reliability.ReaderLoad.Sample;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.function.Executable;
+
+/**
+ * The local DataNode hangs, dies, restarts or turns slow while readers hold streams open; the
+ * NameNode and three DataNodes run as separate processes ({@link ProcessHdfs}), the client's
+ * DataNode listed first. Every assertion is on what the readers' streams returned and how long each
+ * pread took, and on the streams' own read statistics ({@code
+ * getReadStatistics().getTotalShortCircuitBytesRead()}) for the short-circuit share.
+ *
+ * <p>Files are replicated 3 times, so every block has two healthy replicas on the "remote"
+ * DataNodes. Prefetch is off: a file opened during a fault, or a block past the prefetch bound,
+ * meets the fault on its first read, which is what these tests are about.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class AbstractFailoverTest {
+  static final int BLOCK = 1 << 20;
+  static final int FILES = 4;
+  static final int BLOCKS_PER_FILE = 8;
+
+  /** Readers of every block, first reads of new blocks included. */
+  static final int THREADS = 4;
+
+  /**
+   * Readers of replicas opened before the fault only: they keep measuring open replicas when every
+   * other reader waits on a first read.
+   */
+  static final int OPEN_REPLICA_THREADS = 2;
+
+  /** Readers pause this long between preads: steady load without starving two cores. */
+  static final int PAUSE_MICROS = 500;
+
+  static final Duration HANG = Duration.ofSeconds(20);
+  static final Duration FIRST_READ_LIMIT = Duration.ofSeconds(1);
+  static final Duration OPEN_REPLICA_LIMIT = Duration.ofMillis(50);
+  static final Duration RECOVERY = Duration.ofSeconds(2);
+  static final Duration OUTAGE = Duration.ofSeconds(6);
+
+  /** Stock and scr read under the same fault in one JVM; this much noise is not a difference. */
+  static final Duration STOCK_MARGIN = Duration.ofMillis(250);
+
+  static final Duration SLOW_OP87 = Duration.ofMillis(200);
+
+  /**
+   * The shortest deadline of a replica open ({@code scr.client.health.deadline.min.ms}, default 200
+   * ms), set below {@link #SLOW_OP87} for every client of these tests: the health state is
+   * process-wide and the first context to talk to a DataNode sets it, so every test uses the same
+   * value. With the default, a DataNode 200 ms slow answers just inside its deadline.
+   */
+  static final Duration DEADLINE_FLOOR = Duration.ofMillis(100);
+
+  static final int SLOW_BLOCK = 128 * 1024;
+  static final int SLOW_BLOCKS = 96;
+
+  private static final AtomicInteger CONTEXTS = new AtomicInteger();
+
+  ProcessHdfs hdfs;
+  final Map<String, byte[]> files = new LinkedHashMap<>();
+  final Map<String, byte[]> slowFiles = new LinkedHashMap<>();
+
+  abstract ProcessHdfs.LocalMode mode();
+
+  @BeforeAll
+  void startHdfs() throws Exception {
+    hdfs = ProcessHdfs.start(mode(), BLOCK);
+    Random r = new Random(mode().ordinal());
+    for (int f = 0; f < FILES; f++) {
+      byte[] b = new byte[BLOCK * BLOCKS_PER_FILE];
+      r.nextBytes(b);
+      String p = "/failover/f" + f;
+      hdfs.write(p, b);
+      files.put(p, b);
+    }
+    byte[] small = new byte[SLOW_BLOCK * SLOW_BLOCKS];
+    r.nextBytes(small);
+    hdfs.write("/failover/small-blocks", small, SLOW_BLOCK);
+    slowFiles.put("/failover/small-blocks", small);
+  }
+
+  @AfterAll
+  void stopHdfs() throws IOException {
+    if (hdfs != null) {
+      hdfs.close();
+    }
+  }
+
+  /** A new ScrFileSystem with its own engine (context), prefetch off, stock short-circuit off. */
+  ScrFileSystem scrFileSystem() throws IOException {
+    Configuration c = hdfs.clientConf();
+    c.set("fs.hdfs.impl", ScrFileSystem.class.getName());
+    c.set("scr.client.context", "failover-" + CONTEXTS.incrementAndGet());
+    c.setBoolean("dfs.client.read.shortcircuit", false);
+    c.setInt("scr.client.prefetch.max-blocks", 0);
+    c.setLong("scr.client.health.deadline.min.ms", DEADLINE_FLOOR.toMillis());
+    c.setInt("dfs.client.retry.window.base", 10);
+    c.setBoolean("fs.hdfs.impl.disable.cache", true);
+    return (ScrFileSystem) FileSystem.newInstance(hdfs.uri(), c);
+  }
+
+  /** The stock client over TCP (no short-circuit, no scr): the reference. */
+  FileSystem stockTcp() throws IOException {
+    Configuration c = hdfs.clientConf();
+    c.setBoolean("dfs.client.read.shortcircuit", false);
+    c.setInt("dfs.client.retry.window.base", 10);
+    return FileSystem.newInstance(hdfs.uri(), c);
+  }
+
+  /**
+   * SIGSTOP of the local DataNode for 20 s under readers: no read fails; every first read of a new
+   * block, and every later read of it, takes at most 1 s (it goes to another replica instead of
+   * waiting for the hung DataNode); reads of replicas opened before the hang stay short-circuit and
+   * take at most 50 ms; within 2 s of SIGCONT every byte read is short-circuit again.
+   */
+  @Test
+  void hungLocalDataNodeCostsNoFirstReadMoreThanASecond() throws Exception {
+    ProcessHdfs.DataNode dn = hdfs.local();
+    try (ScrFileSystem fs = scrFileSystem();
+        ReaderLoad load =
+            new ReaderLoad(fs, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS)) {
+      load.warm();
+      load.start("hang");
+      TimeUnit.SECONDS.sleep(1);
+      Bytes beforeHang = load.bytes(true);
+      long stopped = System.nanoTime();
+      dn.stop();
+      long resumed;
+      Bytes warmAtResume;
+      try {
+        // one new block first read every HANG / cold blocks: early and late in the hang
+        long step = HANG.toNanos() / load.coldBlockCount();
+        for (int i = 0; i < load.coldBlockCount(); i++) {
+          load.release(1);
+          TimeUnit.NANOSECONDS.sleep(step);
+        }
+      } finally {
+        warmAtResume = load.bytes(true);
+        resumed = System.nanoTime();
+        dn.resume();
+      }
+      TimeUnit.NANOSECONDS.sleep(RECOVERY.toNanos());
+      Bytes recovered = load.bytes();
+      TimeUnit.SECONDS.sleep(2);
+      Bytes end = load.bytes();
+      load.stop();
+
+      List<Sample> firstAndLater =
+          load.samples(stopped, resumed, s -> s.kind == Kind.FIRST || s.kind == Kind.COLD);
+      List<Sample> open = load.samples(stopped, resumed, s -> s.kind == Kind.WARM);
+      int firstReads = load.samples(stopped, resumed, s -> s.kind == Kind.FIRST).size();
+      Sample slowestNew = ReaderLoad.slowest(firstAndLater);
+      Sample slowestOpen = ReaderLoad.slowest(open);
+      String report =
+          String.format(
+              "%s: hang %d s, %d first reads during it; slowest new-block read %s; slowest"
+                  + " open-replica read %s; open replicas during the hang: %s; after SIGCONT+%d s:"
+                  + " %s",
+              mode(),
+              HANG.toSeconds(),
+              firstReads,
+              slowestNew,
+              slowestOpen,
+              warmAtResume.since(beforeHang),
+              RECOVERY.toSeconds(),
+              end.since(recovered));
+      System.out.println(report);
+      assertAll(
+          report,
+          noFailures(load),
+          () ->
+              assertEquals(load.coldBlockCount(), firstReads, "new blocks first read in the hang"),
+          () ->
+              assertTrue(
+                  slowestNew.nanos <= FIRST_READ_LIMIT.toNanos(),
+                  "a read of a block first read during the hang took " + slowestNew),
+          () ->
+              assertTrue(
+                  slowestOpen.nanos <= OPEN_REPLICA_LIMIT.toNanos(),
+                  "a read of a replica open before the hang took " + slowestOpen),
+          () ->
+              assertEquals(
+                  1.0,
+                  warmAtResume.shareSince(beforeHang),
+                  "short-circuit share of open replicas during the hang"),
+          () ->
+              assertEquals(
+                  1.0,
+                  end.shareSince(recovered),
+                  "short-circuit share from " + RECOVERY.toSeconds() + " s after SIGCONT"));
+    }
+  }
+
+  /**
+   * kill -9 of the local DataNode under readers, stock TCP readers alongside as the reference, then
+   * the DataNode restarted on its port: no read fails, bytes identical, no scr read waits longer
+   * than stock's slowest, and replicas opened before the kill keep reading short-circuit while the
+   * DataNode is dead (share at least 95 %).
+   */
+  @Test
+  void killedLocalDataNodeWaitsNoLongerThanStockAndOpenReplicasStayShortCircuit() throws Exception {
+    ProcessHdfs.DataNode dn = hdfs.local();
+    try (ScrFileSystem fs = scrFileSystem();
+        FileSystem stock = stockTcp();
+        ReaderLoad scr =
+            new ReaderLoad(fs, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS);
+        ReaderLoad tcp =
+            new ReaderLoad(stock, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS)) {
+      scr.warm();
+      tcp.warm();
+      scr.start("kill-scr");
+      tcp.start("kill-stock");
+      TimeUnit.SECONDS.sleep(1);
+      Bytes beforeKill = scr.bytes(true);
+      long killed = System.nanoTime();
+      dn.kill();
+      long step = OUTAGE.toNanos() / scr.coldBlockCount();
+      for (int i = 0; i < scr.coldBlockCount(); i++) {
+        scr.release(1);
+        tcp.release(1);
+        TimeUnit.NANOSECONDS.sleep(step);
+      }
+      Bytes duringOutage = scr.bytes(true);
+      long restarting = System.nanoTime();
+      dn.restart();
+      dn.awaitServing();
+      TimeUnit.SECONDS.sleep(1);
+      long end = System.nanoTime();
+      scr.stop();
+      tcp.stop();
+
+      Sample slowestScr = ReaderLoad.slowest(scr.samples(killed, end, s -> true));
+      Sample slowestStock = ReaderLoad.slowest(tcp.samples(killed, end, s -> true));
+      double share = duringOutage.shareSince(beforeKill);
+      String report =
+          String.format(
+              "%s: kill -9, %d s outage, restart %d ms; slowest scr read %s; slowest stock TCP"
+                  + " read %s; open replicas during the outage: %s",
+              mode(),
+              OUTAGE.toSeconds(),
+              TimeUnit.NANOSECONDS.toMillis(end - restarting) - 1000,
+              slowestScr,
+              slowestStock,
+              duringOutage.since(beforeKill));
+      System.out.println(report);
+      assertAll(
+          report,
+          noFailures(scr),
+          noFailures(tcp),
+          () ->
+              assertTrue(
+                  slowestScr.nanos <= slowestStock.nanos + STOCK_MARGIN.toNanos(),
+                  "scr's slowest read " + slowestScr + " vs stock's " + slowestStock),
+          () ->
+              assertTrue(
+                  share >= 0.95,
+                  "short-circuit share of replicas open before the kill, during the outage: "
+                      + share));
+    }
+  }
+
+  /**
+   * SIGTERM of the local DataNode (a rolling restart) under readers, then the DataNode started
+   * again: no read fails, bytes identical, and replicas opened before it went down keep reading
+   * short-circuit until it is back (share at least 95 %).
+   */
+  @Test
+  void restartedLocalDataNodeKeepsOpenReplicasShortCircuit() throws Exception {
+    ProcessHdfs.DataNode dn = hdfs.local();
+    try (ScrFileSystem fs = scrFileSystem();
+        ReaderLoad load =
+            new ReaderLoad(fs, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS)) {
+      load.warm();
+      load.start("restart");
+      TimeUnit.SECONDS.sleep(1);
+      Bytes beforeTerm = load.bytes(true);
+      dn.terminate();
+      load.release(load.coldBlockCount());
+      dn.restart();
+      dn.awaitServing();
+      Bytes back = load.bytes(true);
+      TimeUnit.SECONDS.sleep(2);
+      load.stop();
+      double share = back.shareSince(beforeTerm);
+      String report =
+          String.format(
+              "%s: SIGTERM restart; open replicas while it was down: %s",
+              mode(), back.since(beforeTerm));
+      System.out.println(report);
+      assertAll(
+          report,
+          noFailures(load),
+          () ->
+              assertTrue(
+                  share >= 0.95,
+                  "short-circuit share of replicas open before SIGTERM, until the DataNode was"
+                      + " back: "
+                      + share));
+    }
+  }
+
+  /**
+   * The local DataNode answers every short-circuit fd request (op 87) 200 ms late while readers
+   * first read 96 new blocks: the p99 of those first reads stays under the DataNode's delay (a slow
+   * DataNode is read around like a hung one once it misses its deadline; the readers pay at most
+   * the deadline, never the DataNode's full delay on every new block).
+   */
+  @Test
+  void slowLocalDataNodeDoesNotSlowReadersP99() throws Exception {
+    ProcessHdfs.DataNode dn = hdfs.local();
+    try (ScrFileSystem fs = scrFileSystem();
+        ReaderLoad load =
+            new ReaderLoad(fs, slowFiles, SLOW_BLOCK, 0.0, THREADS, 0, PAUSE_MICROS)
+                .laterReadsPerFirst(9)) {
+      dn.delayFdRequests(SLOW_OP87);
+      long start = System.nanoTime();
+      try {
+        load.start("slow");
+        load.release(load.coldBlockCount());
+        Faults.await(
+            "every new block to be read",
+            Duration.ofSeconds(90),
+            () -> load.firstReadsDone() == load.coldBlockCount());
+      } finally {
+        dn.delayFdRequests(Duration.ZERO);
+      }
+      long end = System.nanoTime();
+      load.stop();
+      List<Sample> all = load.samples(start, end, s -> true);
+      List<Sample> first = load.samples(start, end, s -> s.kind == Kind.FIRST);
+      long p99 = ReaderLoad.quantileNanos(all, 0.99);
+      String report =
+          String.format(
+              "%s: op 87 delayed %d ms; %d reads, p99 %.1f ms; %d first reads of new blocks:"
+                  + " median %.1f ms, slowest %s",
+              mode(),
+              SLOW_OP87.toMillis(),
+              all.size(),
+              p99 / 1e6,
+              first.size(),
+              ReaderLoad.quantileNanos(first, 0.5) / 1e6,
+              ReaderLoad.slowest(first));
+      System.out.println(report);
+      assertAll(
+          report,
+          noFailures(load),
+          () -> assertEquals(load.coldBlockCount(), first.size(), "first reads"),
+          () ->
+              assertTrue(
+                  p99 < SLOW_OP87.toNanos(),
+                  "readers' p99 "
+                      + p99 / 1e6
+                      + " ms reaches the DataNode's delay of "
+                      + SLOW_OP87.toMillis()
+                      + " ms"));
+    }
+  }
+
+  private static Executable noFailures(ReaderLoad load) {
+    return () -> {
+      List<Sample> failed = load.failures();
+      assertTrue(
+          failed.isEmpty(),
+          failed.size()
+              + " reads failed, first: "
+              + (failed.isEmpty() ? "" : failed.subList(0, Math.min(5, failed.size()))));
+    };
+  }
+}
