@@ -208,11 +208,14 @@ public final class ScrKeys {
           200L,
           "Shortest time (ms) a replica open waits for the local DataNode's answer (connect and"
               + " each read of the exchange). The deadline is scr.client.health.deadline.multiplier"
-              + " times the 99th percentile of the DataNode's recent answer times, no less than"
-              + " this and no more than scr.client.health.deadline.max.ms. A DataNode that lets it"
-              + " pass is suspect (two in a row: unresponsive): replicas not open yet are read from"
-              + " other DataNodes until it answers a probe. Process-wide: the first client context"
-              + " that talks to a DataNode sets the health keys.");
+              + " times the 99th percentile of the DataNode's recent normal answer times, no less"
+              + " than this and no more than scr.client.health.deadline.max.ms; it is this until the"
+              + " DataNode has answered 8 requests. An answer slower than this is not a normal one:"
+              + " it does not raise the deadline, so a DataNode that is slow (not hung) is read"
+              + " around instead of waited for. A DataNode that lets the deadline pass is suspect"
+              + " (two in a row: unresponsive): replicas not open yet are read from other DataNodes"
+              + " until it answers a probe. Process-wide: the first client context that talks to a"
+              + " DataNode sets the health keys.");
 
   /** Health: the longest deadline. */
   public static final ScrKey<Long> HEALTH_DEADLINE_MAX_MS =
@@ -220,10 +223,9 @@ public final class ScrKeys {
           "scr.client.health.deadline.max.ms",
           Long.class,
           500L,
-          "Longest time (ms) a replica open waits for the local DataNode's answer, and the"
-              + " deadline until it has answered 8 requests. With the default, a first read of a"
-              + " block whose DataNode hangs costs at most this plus a stock read of another"
-              + " replica.");
+          "Longest time (ms) a replica open waits for the local DataNode's answer, however slow"
+              + " its normal answers. A first read of a block whose DataNode hangs costs at most"
+              + " the deadline (at most this) plus a stock read of another replica.");
 
   /** Health: the deadline as a multiple of the answer time. */
   public static final ScrKey<Integer> HEALTH_DEADLINE_MULTIPLIER =
@@ -232,7 +234,8 @@ public final class ScrKeys {
           Integer.class,
           10,
           "The deadline of a replica open is this many times the 99th percentile of the local"
-              + " DataNode's last 64 answer times (within the minimum and maximum).");
+              + " DataNode's last 64 normal answer times (those faster than the minimum), within the"
+              + " minimum and maximum.");
 
   /** Health: how often a DataNode that is not healthy is probed. */
   public static final ScrKey<Long> HEALTH_PROBE_INTERVAL_MS =

@@ -7,8 +7,8 @@ import org.apache.hadoop.conf.Configuration;
 /**
  * How long a DataNode may take to answer before it is suspected, and how often a DataNode that is
  * not healthy is probed: the deadline is {@code multiplier} times the 99th percentile of its recent
- * answer times, no less than {@code floor} and no more than {@code cap} (the cap until enough
- * answers have been seen). Immutable.
+ * normal answer times (those within {@code floor}), no less than {@code floor} and no more than
+ * {@code cap}; the floor until enough answers have been seen. Immutable.
  */
 public final class HealthPolicy {
   private final long floorNanos;
@@ -69,10 +69,15 @@ public final class HealthPolicy {
   /** The deadline for a DataNode whose recent answers have this 99th percentile (-1: unknown). */
   long deadlineNanos(long p99Nanos) {
     if (p99Nanos < 0) {
-      return capNanos;
+      return floorNanos;
     }
     long d = p99Nanos > capNanos / multiplier ? capNanos : p99Nanos * multiplier;
     return Math.max(floorNanos, Math.min(capNanos, d));
+  }
+
+  /** The shortest deadline, and the slowest answer that counts as a normal one. */
+  long floorNanos() {
+    return floorNanos;
   }
 
   /** The longest deadline. */

@@ -40,7 +40,7 @@ public final class PathHealth {
   /** Answer times kept for the percentile. */
   static final int WINDOW = 64;
 
-  /** Answers needed before the deadline follows them (until then it is the cap). */
+  /** Answers needed before the deadline follows them (until then it is the floor). */
   static final int MIN_SAMPLES = 8;
 
   private final String path;
@@ -111,13 +111,21 @@ public final class PathHealth {
     return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos));
   }
 
-  /** The DataNode answered a request after {@code latencyNanos}: a sample, and healthy. */
+  /**
+   * The DataNode answered a request after {@code latencyNanos}: healthy, and a sample of its normal
+   * answer time when the answer came within the floor. An answer slower than the floor (possible
+   * once the deadline has been learned above it) keeps the DataNode healthy but is not a sample: a
+   * DataNode that turns slow must not teach the deadline its slowness, or every open would wait for
+   * it.
+   */
   public void answered(long latencyNanos) {
     synchronized (this) {
-      window[(int) (answers % WINDOW)] = latencyNanos;
-      answers++;
-      if (answers >= MIN_SAMPLES && (answers % 8 == 0 || answers == MIN_SAMPLES)) {
-        deadlineNanos = policy.deadlineNanos(p99());
+      if (latencyNanos < policy.floorNanos()) {
+        window[(int) (answers % WINDOW)] = latencyNanos;
+        answers++;
+        if (answers >= MIN_SAMPLES && (answers % 8 == 0 || answers == MIN_SAMPLES)) {
+          deadlineNanos = policy.deadlineNanos(p99());
+        }
       }
       if (state == HealthState.HEALTHY) {
         return;

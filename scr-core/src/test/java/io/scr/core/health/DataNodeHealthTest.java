@@ -135,7 +135,7 @@ class DataNodeHealthTest {
   @Test
   void theDeadlineIsTenTimesTheRecentP99WithinTheFloorAndTheCap() {
     PathHealth h = health.of(dir.resolve("dn.sock").toString());
-    assertEquals(150, h.deadlineMillis(), "the cap until the DataNode has answered enough");
+    assertEquals(50, h.deadlineMillis(), "the floor until the DataNode has answered enough");
     for (int i = 0; i < PathHealth.MIN_SAMPLES; i++) {
       h.answered(MS); // 1 ms answers: 10 ms, floored
     }
@@ -152,6 +152,36 @@ class DataNodeHealthTest {
       h.answered(2 * MS);
     }
     assertEquals(50, h.deadlineMillis(), "recent answers only");
+  }
+
+  @Test
+  void aDataNodeSlowFromItsFirstAnswerIsHeldToTheFloorAndNotLearnedAsNormal() {
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    for (int i = 0; i < PathHealth.WINDOW; i++) {
+      h.answered(60 * MS); // slower than the 50 ms floor, faster than the 150 ms cap
+    }
+    assertEquals(
+        50,
+        h.deadlineMillis(),
+        "answers slower than the floor do not raise the deadline: the next open that waits for"
+            + " such an answer gives up after the floor and makes the DataNode suspect");
+    h.timedOut("op 87 unanswered after 50 ms");
+    assertEquals(HealthState.SUSPECT, h.state());
+  }
+
+  @Test
+  void aDataNodeThatTurnsSlowDoesNotPullItsLearnedDeadlineUp() {
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    for (int i = 0; i < PathHealth.WINDOW; i++) {
+      h.answered(9 * MS); // a loaded machine's normal answers
+    }
+    assertEquals(90, h.deadlineMillis(), "10 x p99 of the normal answers");
+    for (int i = 0; i < PathHealth.WINDOW; i++) {
+      h.answered(80 * MS); // slow answers that still come within the deadline
+    }
+    assertEquals(HealthState.HEALTHY, h.state(), "an answer within the deadline is healthy");
+    assertEquals(
+        90, h.deadlineMillis(), "the slow answers are not samples: the deadline stays at 90 ms");
   }
 
   @Test
