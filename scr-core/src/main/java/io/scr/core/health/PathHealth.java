@@ -65,6 +65,23 @@ public final class PathHealth {
   @GuardedBy("this")
   private String lastReason;
 
+  /**
+   * Whether the last return to HEALTHY was a probe's answer with no request answered in time since:
+   * a request that times out then shows a DataNode that answers probes but not requests.
+   */
+  @GuardedBy("this")
+  private boolean healedByProbeOnly;
+
+  /**
+   * How many times in a row the DataNode was suspected again by a request right after a probe had
+   * made it healthy: each doubles how long it stays out before a probe's answer counts.
+   */
+  @GuardedBy("this")
+  private int relapses;
+
+  /** The longest a DataNode that relapses stays out before a probe's answer counts. */
+  static final long MAX_RELAPSE_HOLD_NANOS = TimeUnit.SECONDS.toNanos(5);
+
   /** Transitions into each state, by ordinal. */
   private final AtomicLongArray entered = new AtomicLongArray(HealthState.values().length);
 
@@ -127,6 +144,8 @@ public final class PathHealth {
           deadlineNanos = policy.deadlineNanos(p99());
         }
       }
+      healedByProbeOnly = false;
+      relapses = 0;
       if (state == HealthState.HEALTHY) {
         return;
       }
@@ -136,15 +155,36 @@ public final class PathHealth {
 
   /**
    * The DataNode answered a probe: healthy, without a sample (a probe is cheaper than an fd
-   * request, and would pull the deadline below what requests need).
+   * request, and would pull the deadline below what requests need). A DataNode that a request
+   * suspected again right after a probe had made it healthy (it answers probes, not requests in
+   * time: slow, not hung) stays out for {@code probe interval x 2^relapses} (at most {@value
+   * #MAX_RELAPSE_HOLD_NANOS} ns) before a probe's answer counts, so it is tried by one open per
+   * hold instead of one per probe interval.
    */
   void probeAnswered() {
-    if (state != HealthState.HEALTHY) {
-      recovered("answered a probe");
+    if (state == HealthState.HEALTHY) {
+      return;
     }
+    synchronized (this) {
+      if (relapses > 0 && ticker.read() - changedAtNanos < relapseHoldNanos()) {
+        return;
+      }
+    }
+    recovered("answered a probe", true);
+  }
+
+  @GuardedBy("this")
+  private long relapseHoldNanos() {
+    long interval = policy.probeIntervalNanos();
+    int shift = Math.min(relapses, 30);
+    return interval > MAX_RELAPSE_HOLD_NANOS >> shift ? MAX_RELAPSE_HOLD_NANOS : interval << shift;
   }
 
   private void recovered(String why) {
+    recovered(why, false);
+  }
+
+  private void recovered(String why, boolean byProbe) {
     HealthState from;
     long heldNanos;
     synchronized (this) {
@@ -153,6 +193,7 @@ public final class PathHealth {
         return;
       }
       heldNanos = enter(HealthState.HEALTHY, why);
+      healedByProbeOnly = byProbe;
     }
     if (from == HealthState.SUSPECT) {
       LOG.debug("DataNode at {} {}; healthy again", path, why);
@@ -172,6 +213,10 @@ public final class PathHealth {
     synchronized (this) {
       HealthState from = state;
       to = from == HealthState.HEALTHY ? HealthState.SUSPECT : HealthState.UNRESPONSIVE;
+      if (from == HealthState.HEALTHY) {
+        relapses = healedByProbeOnly ? relapses + 1 : 0;
+        healedByProbeOnly = false;
+      }
       if (from == to) {
         lastReason = what;
         return;

@@ -185,6 +185,44 @@ class DataNodeHealthTest {
   }
 
   @Test
+  void aDataNodeThatAnswersProbesButNotRequestsStaysOutLongerEachTimeARequestSuspectsItAgain() {
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    h.timedOut("op 87");
+    h.probeAnswered();
+    assertEquals(HealthState.HEALTHY, h.state(), "the first probe answer counts at once");
+
+    h.timedOut("op 87 again, right after the probe"); // relapse 1: out for 2 x 100 ms
+    h.probeAnswered();
+    assertEquals(HealthState.SUSPECT, h.state(), "a relapsed DataNode is held out");
+    now.addAndGet(199 * MS);
+    h.probeAnswered();
+    assertEquals(HealthState.SUSPECT, h.state());
+    now.addAndGet(MS);
+    h.probeAnswered();
+    assertEquals(HealthState.HEALTHY, h.state(), "after 200 ms");
+
+    h.timedOut("op 87 a third time"); // relapse 2: 400 ms
+    now.addAndGet(399 * MS);
+    h.probeAnswered();
+    assertEquals(HealthState.SUSPECT, h.state());
+    now.addAndGet(MS);
+    h.probeAnswered();
+    assertEquals(HealthState.HEALTHY, h.state(), "after 400 ms");
+
+    for (int i = 0; i < 20; i++) {
+      h.timedOut("op 87");
+      now.addAndGet(PathHealth.MAX_RELAPSE_HOLD_NANOS);
+      h.probeAnswered();
+    }
+    assertEquals(HealthState.HEALTHY, h.state(), "the hold is capped");
+
+    h.answered(MS); // a request answered in time: a fresh start
+    h.timedOut("op 87");
+    h.probeAnswered();
+    assertEquals(HealthState.HEALTHY, h.state(), "no hold after a request answered in time");
+  }
+
+  @Test
   void aProbeWaitsOnOneRequestWhileTheDataNodeHangsAndSeesItsAnswerWhenItResumes()
       throws Exception {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"))) {
