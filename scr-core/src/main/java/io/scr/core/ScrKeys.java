@@ -211,8 +211,8 @@ public final class ScrKeys {
               + " times the 99th percentile of the DataNode's recent normal answer times, no less"
               + " than this and no more than scr.client.health.deadline.max.ms; it is this until the"
               + " DataNode has answered 8 requests. An answer slower than this is not a normal one:"
-              + " it does not raise the deadline, so a DataNode that is slow (not hung) is read"
-              + " around instead of waited for. A DataNode that lets the deadline pass is suspect"
+              + " it does not raise the deadline and makes the DataNode suspect, so a DataNode that"
+              + " is slow (not hung) is read around instead of waited for. A DataNode that lets the deadline pass is suspect"
               + " (two in a row: unresponsive): replicas not open yet are read from other DataNodes"
               + " until it answers a probe. Process-wide: the first client context that talks to a"
               + " DataNode sets the health keys.");

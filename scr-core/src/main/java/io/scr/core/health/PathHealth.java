@@ -19,7 +19,11 @@ import org.slf4j.LoggerFactory;
  * <table>
  *   <caption>Transitions</caption>
  *   <tr><th>event</th><th>from</th><th>to</th></tr>
- *   <tr><td>an answer (any status) within the deadline</td><td>any</td><td>HEALTHY</td></tr>
+ *   <tr><td>an answer (any status) within the floor</td><td>any</td><td>HEALTHY</td></tr>
+ *   <tr><td>an answer slower than the floor, within the deadline</td><td>HEALTHY</td>
+ *       <td>SUSPECT</td></tr>
+ *   <tr><td>a probe's answer (after the relapse hold, see {@link #probeAnswered})</td>
+ *       <td>any</td><td>HEALTHY</td></tr>
  *   <tr><td>no answer within the deadline</td><td>HEALTHY</td><td>SUSPECT</td></tr>
  *   <tr><td>no answer within the deadline</td><td>SUSPECT, DEAD</td><td>UNRESPONSIVE</td></tr>
  *   <tr><td>reset or EOF inside an exchange, a segment closed</td><td>HEALTHY</td>
@@ -51,7 +55,15 @@ public final class PathHealth {
   private final Runnable onLeftHealthy;
 
   private volatile HealthState state = HealthState.HEALTHY;
+
+  /** The deadline learned from normal answers. */
   private volatile long deadlineNanos;
+
+  /**
+   * Whether a request suspected the DataNode again right after a probe had made it healthy: then
+   * its deadline is the floor until a request is answered within the floor.
+   */
+  private volatile boolean relapsing;
 
   @GuardedBy("this")
   private final long[] window = new long[WINDOW];
@@ -120,37 +132,59 @@ public final class PathHealth {
 
   /** How long a request or probe waits for this DataNode's answer now (ns). */
   public long deadlineNanos() {
-    return deadlineNanos;
+    return relapsing ? policy.floorNanos() : deadlineNanos;
   }
 
   /** The deadline in whole milliseconds (at least 1), for socket timeouts. */
   public int deadlineMillis() {
-    return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos));
+    return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos()));
   }
 
   /**
-   * The DataNode answered a request after {@code latencyNanos}: healthy, and a sample of its normal
-   * answer time when the answer came within the floor. An answer slower than the floor (possible
-   * once the deadline has been learned above it) keeps the DataNode healthy but is not a sample: a
-   * DataNode that turns slow must not teach the deadline its slowness, or every open would wait for
-   * it.
+   * The DataNode answered a request after {@code latencyNanos}. An answer within the floor is a
+   * normal one: a sample of its answer time, and healthy. An answer slower than the floor (it can
+   * come once the deadline has been learned above the floor) is a slow one: it is used, but it is
+   * no sample and makes the DataNode suspect like a wait of the whole deadline, so a DataNode that
+   * turns slow neither teaches the deadline its slowness nor makes every open wait for it.
    */
   public void answered(long latencyNanos) {
+    if (latencyNanos >= policy.floorNanos()) {
+      suspectedByRequest("answered a request only after " + micros(latencyNanos) + " us");
+      return;
+    }
     synchronized (this) {
-      if (latencyNanos < policy.floorNanos()) {
-        window[(int) (answers % WINDOW)] = latencyNanos;
-        answers++;
-        if (answers >= MIN_SAMPLES && (answers % 8 == 0 || answers == MIN_SAMPLES)) {
-          deadlineNanos = policy.deadlineNanos(p99());
-        }
+      window[(int) (answers % WINDOW)] = latencyNanos;
+      answers++;
+      if (answers >= MIN_SAMPLES && (answers % 8 == 0 || answers == MIN_SAMPLES)) {
+        deadlineNanos = policy.deadlineNanos(p99());
       }
       healedByProbeOnly = false;
       relapses = 0;
+      relapsing = false;
       if (state == HealthState.HEALTHY) {
         return;
       }
     }
     recovered("answered a request in " + micros(latencyNanos) + " us");
+  }
+
+  /** A request answered slower than the floor: suspect if healthy, and maybe a relapse. */
+  private void suspectedByRequest(String what) {
+    synchronized (this) {
+      if (state != HealthState.HEALTHY) {
+        return; // an open that was in flight when the DataNode left healthy
+      }
+      relapse();
+      enter(HealthState.SUSPECT, what);
+    }
+    changed(HealthState.SUSPECT, what);
+  }
+
+  @GuardedBy("this")
+  private void relapse() {
+    relapses = healedByProbeOnly ? relapses + 1 : 0;
+    relapsing = relapses > 0;
+    healedByProbeOnly = false;
   }
 
   /**
@@ -214,8 +248,7 @@ public final class PathHealth {
       HealthState from = state;
       to = from == HealthState.HEALTHY ? HealthState.SUSPECT : HealthState.UNRESPONSIVE;
       if (from == HealthState.HEALTHY) {
-        relapses = healedByProbeOnly ? relapses + 1 : 0;
-        healedByProbeOnly = false;
+        relapse();
       }
       if (from == to) {
         lastReason = what;
@@ -339,7 +372,7 @@ public final class PathHealth {
           path,
           state,
           ticker.read() - changedAtNanos,
-          deadlineNanos,
+          deadlineNanos(),
           counts,
           probes.sum(),
           lastReason);
