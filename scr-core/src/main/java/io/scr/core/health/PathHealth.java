@@ -278,6 +278,10 @@ public final class PathHealth {
         return;
       }
       enter(HealthState.DEAD, what);
+      // Whatever answers at this path next is a new process (a restarted DataNode, still warming
+      // up): its deadline is learned again from the floor, not from the one that died.
+      answers = 0;
+      deadlineNanos = policy.deadlineNanos(-1);
     }
     changed(HealthState.DEAD, what);
   }

@@ -155,6 +155,24 @@ class DataNodeHealthTest {
   }
 
   @Test
+  void aDataNodeFoundDeadIsANewProcessWhenItAnswersAgainAndItsDeadlineIsLearnedAnew() {
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    for (int i = 0; i < PathHealth.WINDOW; i++) {
+      h.answered(12 * MS);
+    }
+    assertEquals(120, h.deadlineMillis(), "learned from the process that answered");
+
+    h.refused("connection refused"); // kill -9: the socket file left behind, nobody listens
+
+    assertEquals(HealthState.DEAD, h.state());
+    assertEquals(
+        50, h.deadlineMillis(), "a restarted DataNode, still warming up, is held to the floor");
+    h.answered(2 * MS);
+    assertEquals(HealthState.HEALTHY, h.state());
+    assertEquals(50, h.deadlineMillis(), "the floor until the new process has answered enough");
+  }
+
+  @Test
   void aDataNodeSlowFromItsFirstAnswerIsHeldToTheFloorAndNotLearnedAsNormal() {
     PathHealth h = health.of(dir.resolve("dn.sock").toString());
     assertEquals(50, h.deadlineMillis(), "the floor until the DataNode has answered enough");
