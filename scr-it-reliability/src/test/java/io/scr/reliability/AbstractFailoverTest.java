@@ -199,20 +199,23 @@ abstract class AbstractFailoverTest {
               assertTrue(
                   slowestOpen.nanos <= OPEN_REPLICA_LIMIT.toNanos(),
                   "a read of a replica open before the hang took " + slowestOpen),
-          // Open replicas read short-circuit through the hang. One 4 KiB read of about 10^5 went
-          // the
-          // stock way in one run of three (cause not known yet: no fallback was logged), so the
-          // bound is 99.99 %; a regression to dropping open replicas shows as a share of 3-30 %.
+          // The shares compare snapshots of the streams' read statistics taken while readers add
+          // to them, and stock's statistics hand out their total and short-circuit counts one
+          // after the other: a snapshot can miss one in-flight 4 KiB read on one side (measured:
+          // exactly 4096 of 4.4e8 bytes). So the bound is 99.99 %; a stream that stops reading
+          // open replicas short-circuit shows a share of 3-30 %.
           () ->
               assertTrue(
                   warmAtResume.shareSince(beforeHang) >= 0.9999,
                   "short-circuit share of open replicas during the hang: "
                       + warmAtResume.shareSince(beforeHang)),
           () ->
-              assertEquals(
-                  1.0,
-                  end.shareSince(recovered),
-                  "short-circuit share from " + RECOVERY.toSeconds() + " s after SIGCONT"));
+              assertTrue(
+                  end.shareSince(recovered) >= 0.9999,
+                  "short-circuit share from "
+                      + RECOVERY.toSeconds()
+                      + " s after SIGCONT: "
+                      + end.shareSince(recovered)));
     }
   }
 
