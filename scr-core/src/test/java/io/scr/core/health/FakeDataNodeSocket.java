@@ -6,6 +6,11 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -17,9 +22,6 @@ import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseP
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ShortCircuitShmResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
-import org.newsclub.net.unix.AFUNIXServerSocket;
-import org.newsclub.net.unix.AFUNIXSocket;
-import org.newsclub.net.unix.AFUNIXSocketAddress;
 
 /**
  * A DataNode's UNIX socket that accepts every connection and reads every request, but answers only
@@ -27,20 +29,24 @@ import org.newsclub.net.unix.AFUNIXSocketAddress;
  * kernel completes a UNIX connect into the listen backlog whether the process runs or not. Once
  * resumed it answers each request at once, with an error status (an answer is all a health check
  * needs), or SUCCESS for the shim's PING. Counts requests by op.
+ *
+ * <p>It listens with the JDK's own UNIX-domain channels, not junixsocket's: closing a junixsocket
+ * server socket while its accept is blocked could leave an unconnected socket behind, which the
+ * cluster's leak check then reported against the code under test.
  */
 public final class FakeDataNodeSocket implements Closeable {
-  private final AFUNIXServerSocket server;
+  private final ServerSocketChannel server;
   private final Path path;
   private final Thread acceptor;
-  private final List<AFUNIXSocket> accepted = new CopyOnWriteArrayList<>();
+  private final List<SocketChannel> accepted = new CopyOnWriteArrayList<>();
   private final ConcurrentHashMap<Integer, AtomicInteger> requests = new ConcurrentHashMap<>();
   private volatile CountDownLatch resumed = new CountDownLatch(1);
   private final AtomicInteger connections = new AtomicInteger();
 
   private FakeDataNodeSocket(Path path) throws IOException {
     this.path = path;
-    this.server = AFUNIXServerSocket.newInstance();
-    server.bind(AFUNIXSocketAddress.of(path.toFile()));
+    this.server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+    server.bind(UnixDomainSocketAddress.of(path));
     this.acceptor = new Thread(this::acceptLoop, "fake-datanode-accept");
     acceptor.setDaemon(true);
     acceptor.start();
@@ -80,11 +86,11 @@ public final class FakeDataNodeSocket implements Closeable {
   }
 
   private void acceptLoop() {
-    while (!server.isClosed()) {
+    while (server.isOpen()) {
       try {
-        AFUNIXSocket s = server.accept();
-        if (server.isClosed()) {
-          s.close(); // the wake-up connection of a close that raced this accept
+        SocketChannel s = server.accept();
+        if (!server.isOpen()) {
+          s.close();
           return;
         }
         connections.incrementAndGet();
@@ -93,14 +99,14 @@ public final class FakeDataNodeSocket implements Closeable {
         t.setDaemon(true);
         t.start();
       } catch (IOException e) {
-        return; // closed
+        return; // closed (an AsynchronousCloseException while blocked in accept)
       }
     }
   }
 
-  private void serve(AFUNIXSocket s) {
-    try (InputStream in = s.getInputStream();
-        OutputStream out = s.getOutputStream()) {
+  private void serve(SocketChannel s) {
+    try (InputStream in = Channels.newInputStream(s);
+        OutputStream out = Channels.newOutputStream(s)) {
       DataInputStream din = new DataInputStream(in);
       while (true) {
         int b0 = in.read();
@@ -170,7 +176,7 @@ public final class FakeDataNodeSocket implements Closeable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    for (AFUNIXSocket s : accepted) {
+    for (SocketChannel s : accepted) {
       s.close();
     }
     resume(); // handlers blocked in await() end on their closed sockets
