@@ -168,13 +168,18 @@ public final class PathHealth {
     recovered("answered a request in " + micros(latencyNanos) + " us");
   }
 
-  /** A request answered slower than the floor: suspect if healthy, and maybe a relapse. */
+  /**
+   * A request answered slower than the floor: suspect if healthy, and maybe a relapse. Its next
+   * requests wait only the floor (until one is answered within it): the DataNode has just shown it
+   * is slower than the deadline learned from its normal answers.
+   */
   private void suspectedByRequest(String what) {
     synchronized (this) {
       if (state != HealthState.HEALTHY) {
         return; // an open that was in flight when the DataNode left healthy
       }
       relapse();
+      relapsing = true;
       enter(HealthState.SUSPECT, what);
     }
     changed(HealthState.SUSPECT, what);
