@@ -270,12 +270,12 @@ public final class ScrClient implements Closeable, EngineState {
   }
 
   /**
-   * Whether the DataNode at {@code path} is suspect, unresponsive or dead now (process-wide): a
-   * caller that chooses among DataNodes (the stock read of a {@code ScrFileSystem} stream) prefers
-   * another.
+   * Whether the DataNode at {@code path} is suspect, unresponsive or dead now (process-wide), or
+   * back on a probe's word with another thread's open testing it: a caller that chooses among
+   * DataNodes (the stock read of a {@code ScrFileSystem} stream) prefers another.
    */
   public boolean isDataNodeUnwell(String path) {
-    return replicas.health().state(path) != io.scr.core.health.HealthState.HEALTHY;
+    return replicas.health().unwell(path);
   }
 
   /** Whether {@code path} is backing off now (for callers that choose the path themselves). */

@@ -21,15 +21,16 @@ import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 /**
  * Reader threads doing random 4 KiB preads on streams held open, as a RegionServer's handlers do.
  *
- * <p>Each file is opened twice: a <em>warm</em> stream reads only the first half of the file's
- * blocks, which {@link #warm()} reads once before any fault (their replicas are open), and a
- * <em>cold</em> stream reads only the second half, whose blocks are first read when the test
- * {@linkplain #release(int) releases} them. So the read statistics of the warm streams describe
- * replicas opened before the fault, those of the cold streams blocks first read after it. Every
- * read is timed, classified ({@link Kind}) and compared with the bytes written.
+ * <p>Every reader thread opens every file twice: a <em>warm</em> stream reads only the first half
+ * of the file's blocks, which {@link #warm()} reads once before any fault (their replicas are
+ * open), and a <em>cold</em> stream reads only the second half, whose blocks are first read when
+ * the test {@linkplain #release(int) releases} them. Every read is timed, classified ({@link
+ * Kind}), compared with the bytes written, and attributed: a stream belongs to one thread, so the
+ * growth of its {@code getTotalShortCircuitBytesRead()} across one read is exactly what that read
+ * took short-circuit.
  *
- * <p>Thread-safety: {@link #start()}, {@link #release(int)}, {@link #stop()} and the accessors may
- * be called from the test thread while the reader threads run; samples are in a concurrent queue.
+ * <p>Thread-safety: {@link #start}, {@link #release(int)}, {@link #stop()} and the accessors may be
+ * called from the test thread while the reader threads run; samples are in a concurrent queue.
  */
 final class ReaderLoad implements AutoCloseable {
   static final int READ = 4096;
@@ -43,20 +44,38 @@ final class ReaderLoad implements AutoCloseable {
     COLD
   }
 
-  /** One pread: when it started, how long it took, what it read, and its failure if any. */
+  /**
+   * One pread: when it started, how long it took, what it read, how many of its bytes came
+   * short-circuit, and its failure if any.
+   */
   static final class Sample {
     final long startNanos;
     final long nanos;
     final Kind kind;
     final String where;
+    final int length;
+    final long shortCircuitBytes;
     final String failure;
 
-    Sample(long startNanos, long nanos, Kind kind, String where, String failure) {
+    Sample(
+        long startNanos,
+        long nanos,
+        Kind kind,
+        String where,
+        int length,
+        long shortCircuitBytes,
+        String failure) {
       this.startNanos = startNanos;
       this.nanos = nanos;
       this.kind = kind;
       this.where = where;
+      this.length = length;
+      this.shortCircuitBytes = shortCircuitBytes;
       this.failure = failure;
+    }
+
+    boolean shortCircuit() {
+      return shortCircuitBytes == length;
     }
 
     @Override
@@ -67,6 +86,7 @@ final class ReaderLoad implements AutoCloseable {
           + " "
           + nanos / 1000
           + " µs"
+          + (shortCircuit() ? "" : " (" + shortCircuitBytes + " of " + length + " B short-circuit)")
           + (failure == null ? "" : " " + failure);
     }
   }
@@ -86,8 +106,11 @@ final class ReaderLoad implements AutoCloseable {
 
   private final List<byte[]> data;
   private final List<String> paths;
-  private final List<FSDataInputStream> warmStreams = new ArrayList<>();
-  private final List<FSDataInputStream> coldStreams = new ArrayList<>();
+
+  /** Per reader thread, per file: the thread's own streams. */
+  private final List<List<FSDataInputStream>> warmStreams = new ArrayList<>();
+
+  private final List<List<FSDataInputStream>> coldStreams = new ArrayList<>();
   private final List<Block> warmBlocks = new ArrayList<>();
   private final List<Block> coldBlocks = new ArrayList<>();
   private final AtomicInteger released = new AtomicInteger();
@@ -105,10 +128,10 @@ final class ReaderLoad implements AutoCloseable {
   private volatile int laterReadsPerFirst = -1;
 
   /**
-   * Opens every file of {@code files} (path to its bytes) twice on {@code fs}; blocks of {@code
-   * blockSize}, the first {@code warmShare} (0 to 1) of each file's blocks warm; {@code threads}
-   * readers of every block and {@code openReplicaThreads} readers of the warm blocks only, pausing
-   * {@code pauseMicros} between reads.
+   * Opens every file of {@code files} (path to its bytes) twice per reader on {@code fs}; blocks of
+   * {@code blockSize}, the first {@code warmShare} (0 to 1) of each file's blocks warm; {@code
+   * threads} readers of every block and {@code openReplicaThreads} readers of the warm blocks only,
+   * pausing {@code pauseMicros} between reads.
    */
   ReaderLoad(
       FileSystem fs,
@@ -124,11 +147,19 @@ final class ReaderLoad implements AutoCloseable {
     this.threads = threads;
     this.openReplicaThreads = openReplicaThreads;
     this.pauseNanos = TimeUnit.MICROSECONDS.toNanos(pauseMicros);
+    for (int t = 0; t < threads + openReplicaThreads; t++) {
+      List<FSDataInputStream> warm = new ArrayList<>();
+      List<FSDataInputStream> cold = new ArrayList<>();
+      for (String p : paths) {
+        warm.add(fs.open(new Path(p)));
+        cold.add(fs.open(new Path(p)));
+      }
+      warmStreams.add(warm);
+      coldStreams.add(cold);
+    }
     for (int f = 0; f < paths.size(); f++) {
       byte[] bytes = files.get(paths.get(f));
       data.add(bytes);
-      warmStreams.add(fs.open(new Path(paths.get(f))));
-      coldStreams.add(fs.open(new Path(paths.get(f))));
       int blocks = (bytes.length + blockSize - 1) / blockSize;
       for (int b = 0; b < blocks; b++) {
         Block block =
@@ -143,12 +174,15 @@ final class ReaderLoad implements AutoCloseable {
     return coldBlocks.size();
   }
 
-  /** Reads every warm block once (its replica opens), before any fault. */
+  /** Reads every warm block once on every reader's stream (its replica opens), before any fault. */
   void warm() {
     Random r = new Random(7);
-    for (Block b : warmBlocks) {
-      read(r, Kind.WARM, warmStreams.get(b.file), b);
+    for (List<FSDataInputStream> streams : warmStreams) {
+      for (Block b : warmBlocks) {
+        read(r, Kind.WARM, streams.get(b.file), b);
+      }
     }
+    samples.clear();
   }
 
   /**
@@ -166,8 +200,11 @@ final class ReaderLoad implements AutoCloseable {
     for (int t = 0; t < threads + openReplicaThreads; t++) {
       Random r = new Random(1000 + t);
       boolean warmOnly = t >= threads;
+      List<FSDataInputStream> warm = warmStreams.get(t);
+      List<FSDataInputStream> cold = coldStreams.get(t);
       Thread th =
-          new Thread(() -> loop(r, warmOnly), name + (warmOnly ? "-open-" : "-reader-") + t);
+          new Thread(
+              () -> loop(r, warmOnly, warm, cold), name + (warmOnly ? "-open-" : "-reader-") + t);
       th.setDaemon(true);
       readers.add(th);
       th.start();
@@ -184,7 +221,8 @@ final class ReaderLoad implements AutoCloseable {
     return readOnce.size();
   }
 
-  private void loop(Random r, boolean warmOnly) {
+  private void loop(
+      Random r, boolean warmOnly, List<FSDataInputStream> warm, List<FSDataInputStream> cold) {
     int owed = 0;
     while (!stopping) {
       int claim = claimed.get();
@@ -194,16 +232,16 @@ final class ReaderLoad implements AutoCloseable {
           && claim < released.get()
           && claimed.compareAndSet(claim, claim + 1)) {
         Block b = coldBlocks.get(claim);
-        read(r, Kind.FIRST, coldStreams.get(b.file), b);
+        read(r, Kind.FIRST, cold.get(b.file), b);
         readOnce.add(b);
         owed = Math.max(0, laterReadsPerFirst);
       } else if (!warmOnly && done > 0 && (owed > 0 || r.nextBoolean())) {
         owed = Math.max(0, owed - 1);
         Block b = readOnce.get(r.nextInt(done));
-        read(r, Kind.COLD, coldStreams.get(b.file), b);
+        read(r, Kind.COLD, cold.get(b.file), b);
       } else if (!warmBlocks.isEmpty()) {
         Block b = warmBlocks.get(r.nextInt(warmBlocks.size()));
-        read(r, Kind.WARM, warmStreams.get(b.file), b);
+        read(r, Kind.WARM, warm.get(b.file), b);
       }
       LockSupport.parkNanos(pauseNanos);
     }
@@ -215,6 +253,8 @@ final class ReaderLoad implements AutoCloseable {
     byte[] buf = new byte[len];
     String where = paths.get(b.file) + "@" + pos;
     String failure = null;
+    HdfsDataInputStream stream = (HdfsDataInputStream) in;
+    long shortCircuitBefore = stream.getReadStatistics().getTotalShortCircuitBytesRead();
     long start = System.nanoTime();
     try {
       in.readFully(pos, buf);
@@ -222,13 +262,16 @@ final class ReaderLoad implements AutoCloseable {
       failure = e.toString();
     }
     long nanos = System.nanoTime() - start;
+    // a copy each time, read by the thread that owns the stream: exactly this read's bytes
+    long shortCircuit =
+        stream.getReadStatistics().getTotalShortCircuitBytesRead() - shortCircuitBefore;
     if (failure == null) {
       byte[] expected = data.get(b.file);
       if (!Arrays.equals(buf, 0, len, expected, (int) pos, (int) pos + len)) {
         failure = "bytes differ from the file's";
       }
     }
-    samples.add(new Sample(start, nanos, kind, where, failure));
+    samples.add(new Sample(start, nanos, kind, where, len, shortCircuit, failure));
   }
 
   /** Stops the readers and waits for them. */
@@ -291,24 +334,18 @@ final class ReaderLoad implements AutoCloseable {
     return n[Math.min(n.length - 1, (int) Math.ceil(q * n.length) - 1)];
   }
 
-  /** Bytes read and short-circuit bytes read so far by the warm (or cold) streams. */
-  Bytes bytes(boolean warmStreams) {
+  /** The bytes read, and read short-circuit, by the reads among {@code samples}. */
+  static Bytes bytes(List<Sample> samples) {
     long total = 0;
     long sc = 0;
-    for (FSDataInputStream in : warmStreams ? this.warmStreams : this.coldStreams) {
-      HdfsDataInputStream h = (HdfsDataInputStream) in;
-      total += h.getReadStatistics().getTotalBytesRead();
-      sc += h.getReadStatistics().getTotalShortCircuitBytesRead();
+    for (Sample s : samples) {
+      total += s.length;
+      sc += s.shortCircuitBytes;
     }
     return new Bytes(total, sc);
   }
 
-  /** Bytes read by every stream so far. */
-  Bytes bytes() {
-    return bytes(true).plus(bytes(false));
-  }
-
-  /** Cumulative byte counts of streams at one moment. */
+  /** Bytes read, and read short-circuit, by some reads. */
   static final class Bytes {
     final long total;
     final long shortCircuit;
@@ -318,31 +355,29 @@ final class ReaderLoad implements AutoCloseable {
       this.shortCircuit = shortCircuit;
     }
 
-    Bytes plus(Bytes o) {
-      return new Bytes(total + o.total, shortCircuit + o.shortCircuit);
+    /** The short-circuit share (NaN when nothing was read). */
+    double share() {
+      return total == 0 ? Double.NaN : (double) shortCircuit / total;
     }
 
-    /** The short-circuit share of the bytes read between {@code earlier} and this. */
-    double shareSince(Bytes earlier) {
-      long t = total - earlier.total;
-      return t == 0 ? Double.NaN : (double) (shortCircuit - earlier.shortCircuit) / t;
-    }
-
-    String since(Bytes earlier) {
-      return String.format(
-          "%d of %d bytes short-circuit",
-          shortCircuit - earlier.shortCircuit, total - earlier.total);
+    @Override
+    public String toString() {
+      return String.format("%d of %d bytes short-circuit", shortCircuit, total);
     }
   }
 
   @Override
   public void close() throws IOException {
     stopping = true;
-    for (FSDataInputStream in : warmStreams) {
-      in.close();
+    for (List<FSDataInputStream> streams : warmStreams) {
+      for (FSDataInputStream in : streams) {
+        in.close();
+      }
     }
-    for (FSDataInputStream in : coldStreams) {
-      in.close();
+    for (List<FSDataInputStream> streams : coldStreams) {
+      for (FSDataInputStream in : streams) {
+        in.close();
+      }
     }
   }
 }

@@ -43,10 +43,11 @@ import org.slf4j.LoggerFactory;
  * engine that asks for it; an engine with other {@code scr.client.health.*} values logs once that
  * they are not used.
  *
- * <p>Concurrency: thread-safe. {@link #admitsNewOpens} is a concurrent-map read and a volatile
- * read. Paths are created on first use and kept for the life of the process (a host has a few
- * DataNode sockets). At most one probe per path is scheduled or running (a CAS on the path's flag);
- * the probe runs on the scheduler's thread.
+ * <p>Concurrency: thread-safe. {@link #admitsNewOpens} is a concurrent-map read and a volatile read
+ * (and, while a DataNode is back on a probe's word only, one CAS on its trial). Paths are created
+ * on first use and kept for the life of the process (a host has a few DataNode sockets). At most
+ * one probe per path is scheduled or running (a CAS on the path's flag); the probe runs on the
+ * scheduler's thread.
  */
 public final class DataNodeHealth {
   private static final Logger LOG = LoggerFactory.getLogger(DataNodeHealth.class);
@@ -123,8 +124,11 @@ public final class DataNodeHealth {
    */
   public boolean admitsNewOpens(String path) {
     PathHealth h = paths.get(path);
-    if (h == null || h.state().admitsNewOpens()) {
+    if (h == null || h.admitsNewOpen()) {
       return true;
+    }
+    if (h.state() == HealthState.HEALTHY) {
+      return false; // on trial, another thread's open in flight: the probe has done its part
     }
     h.askedAt(ticker.read());
     if (!h.probing.get()) {
@@ -137,6 +141,15 @@ public final class DataNodeHealth {
   public HealthState state(String path) {
     PathHealth h = paths.get(path);
     return h == null ? HealthState.HEALTHY : h.state();
+  }
+
+  /**
+   * Whether a reader choosing among DataNodes should prefer another to {@code path} now: not
+   * healthy, or on trial with another thread's open in flight ({@link PathHealth#unwell}).
+   */
+  public boolean unwell(String path) {
+    PathHealth h = paths.get(path);
+    return h != null && h.unwell();
   }
 
   /** How long a request to {@code path} may wait for its answer now (ms). */

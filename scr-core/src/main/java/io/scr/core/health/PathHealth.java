@@ -22,7 +22,9 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>an answer (any status) within the floor</td><td>any</td><td>HEALTHY</td></tr>
  *   <tr><td>an answer slower than the floor, within the deadline</td><td>HEALTHY</td>
  *       <td>SUSPECT</td></tr>
- *   <tr><td>a probe's answer (after the relapse hold, see {@link #probeAnswered})</td>
+ *   <tr><td>a probe's answer (after the relapse hold, see {@link #probeAnswered}); then one
+ *       open at a time is let through until a request is answered within the floor (see {@link
+ *       #admitsNewOpen})</td>
  *       <td>any</td><td>HEALTHY</td></tr>
  *   <tr><td>no answer within the deadline</td><td>HEALTHY</td><td>SUSPECT</td></tr>
  *   <tr><td>no answer within the deadline</td><td>SUSPECT, DEAD</td><td>UNRESPONSIVE</td></tr>
@@ -102,6 +104,29 @@ public final class PathHealth {
   /** Whether the peer advertised the shim's PING (then probes use it). */
   private volatile boolean offersPing;
 
+  /**
+   * Whether the last return to HEALTHY was a probe's answer with no request answered within the
+   * floor since: then new opens go one at a time ({@link #trial}) until one is. A probe proves the
+   * process answers, not that it serves fd requests in time; letting every reader in at once would
+   * make all of them pay its delay again.
+   */
+  private volatile boolean onTrial;
+
+  /** The open let through while {@link #onTrial}: its thread and when it was let through. */
+  private final java.util.concurrent.atomic.AtomicReference<Trial> trial =
+      new java.util.concurrent.atomic.AtomicReference<>();
+
+  /** The one open a DataNode on trial lets through. Immutable. */
+  private static final class Trial {
+    final Thread thread;
+    final long sinceNanos;
+
+    Trial(Thread thread, long sinceNanos) {
+      this.thread = thread;
+      this.sinceNanos = sinceNanos;
+    }
+  }
+
   /** When a read last asked about this path while it was not healthy (ticker time). */
   private volatile long askedAtNanos;
 
@@ -128,6 +153,50 @@ public final class PathHealth {
   /** The state now. */
   public HealthState state() {
     return state;
+  }
+
+  /**
+   * Whether the calling thread may ask this DataNode for a replica not open yet: healthy or dead
+   * (see {@link HealthState#admitsNewOpens}); and when it is healthy on the word of a probe only,
+   * only one thread at a time, the first to ask, until a request is answered within the floor (a
+   * thread that holds the trial longer than twice the deadline has lost it: its request ended in a
+   * way that reported nothing). The holder may ask again (every check of one open passes).
+   */
+  public boolean admitsNewOpen() {
+    HealthState s = state;
+    if (!s.admitsNewOpens()) {
+      return false;
+    }
+    if (s != HealthState.HEALTHY || !onTrial) {
+      return true;
+    }
+    Thread me = Thread.currentThread();
+    Trial t = trial.get();
+    if (t != null && t.thread == me) {
+      return true;
+    }
+    long now = ticker.read();
+    if (t != null && now - t.sinceNanos < 2 * deadlineNanos()) {
+      return false;
+    }
+    return trial.compareAndSet(t, new Trial(me, now));
+  }
+
+  /**
+   * Whether a reader choosing among DataNodes should prefer another: not healthy, or on trial with
+   * another thread's open in flight.
+   */
+  public boolean unwell() {
+    if (state != HealthState.HEALTHY) {
+      return true;
+    }
+    if (!onTrial) {
+      return false;
+    }
+    Trial t = trial.get();
+    return t != null
+        && t.thread != Thread.currentThread()
+        && ticker.read() - t.sinceNanos < 2 * deadlineNanos();
   }
 
   /** How long a request or probe waits for this DataNode's answer now (ns). */
@@ -161,6 +230,8 @@ public final class PathHealth {
       healedByProbeOnly = false;
       relapses = 0;
       relapsing = false;
+      onTrial = false;
+      trial.set(null);
       if (state == HealthState.HEALTHY) {
         return;
       }
@@ -233,6 +304,8 @@ public final class PathHealth {
       }
       heldNanos = enter(HealthState.HEALTHY, why);
       healedByProbeOnly = byProbe;
+      onTrial = byProbe;
+      trial.set(null);
     }
     if (from == HealthState.SUSPECT) {
       LOG.debug("DataNode at {} {}; healthy again", path, why);
@@ -254,6 +327,8 @@ public final class PathHealth {
       to = from == HealthState.HEALTHY ? HealthState.SUSPECT : HealthState.UNRESPONSIVE;
       if (from == HealthState.HEALTHY) {
         relapse();
+        // It has just shown it is slower than its deadline: its next opens wait only the floor.
+        relapsing = true;
       }
       if (from == to) {
         lastReason = what;

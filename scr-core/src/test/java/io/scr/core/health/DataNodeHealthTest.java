@@ -249,6 +249,44 @@ class DataNodeHealthTest {
   }
 
   @Test
+  void backOnAProbesWordItLetsOneOpenThroughAtATimeUntilARequestIsAnsweredWithinTheFloor()
+      throws Exception {
+    String path = dir.resolve("dn.sock").toString();
+    PathHealth h = health.of(path);
+    assertTrue(health.admitsNewOpens(path), "healthy: every thread");
+    h.timedOut("op 87");
+    assertFalse(health.admitsNewOpens(path), "suspect: nobody");
+    h.probeAnswered();
+    assertEquals(HealthState.HEALTHY, h.state());
+
+    assertTrue(health.admitsNewOpens(path), "the first thread to ask tests it");
+    assertTrue(health.admitsNewOpens(path), "and passes every check of its open");
+    assertFalse(health.unwell(path), "its own stock read may choose it");
+    assertFalse(onOtherThread(() -> health.admitsNewOpens(path)), "another thread waits its turn");
+    assertTrue(onOtherThread(() -> health.unwell(path)), "and steers its stock reads elsewhere");
+
+    now.addAndGet(2 * h.deadlineNanos());
+    assertTrue(
+        onOtherThread(() -> health.admitsNewOpens(path)),
+        "a trial that reported nothing for twice the deadline is given to the next thread");
+
+    h.answered(MS); // that open was answered within the floor
+    assertTrue(health.admitsNewOpens(path), "every thread again");
+    assertTrue(onOtherThread(() -> health.admitsNewOpens(path)));
+    assertFalse(onOtherThread(() -> health.unwell(path)));
+  }
+
+  private static boolean onOtherThread(java.util.concurrent.Callable<Boolean> c) throws Exception {
+    java.util.concurrent.ExecutorService e =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      return e.submit(c).get();
+    } finally {
+      e.shutdownNow();
+    }
+  }
+
+  @Test
   void aProbeWaitsOnOneRequestWhileTheDataNodeHangsAndSeesItsAnswerWhenItResumes()
       throws Exception {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"))) {
