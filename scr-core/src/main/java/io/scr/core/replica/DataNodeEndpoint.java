@@ -32,6 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -84,6 +85,12 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
   private final OrphanedReplicas orphans;
 
   /**
+   * Told the path and why when the DataNode closes a segment's connection: a sign for the path's
+   * health (a DataNode that died or is shutting down), which its probe then confirms or clears.
+   */
+  private final BiConsumer<String, String> segmentDropped;
+
+  /**
    * How long the slot of a refused fd request stays out of the pool. The stock DataNode answers a
    * refusal first and only then, in its request's {@code finally}, unregisters the slot and clears
    * its VALID flag; a slot freed at once could be allocated and sent again (by another thread, on
@@ -133,8 +140,10 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       boolean poolFetchesAhead,
       Function<DataNodeEndpoint, SlotPool> slotPoolFactory,
       io.scr.cache.Ticker ticker,
-      OrphanedReplicas orphans) {
+      OrphanedReplicas orphans,
+      BiConsumer<String, String> segmentDropped) {
     this.orphans = orphans;
+    this.segmentDropped = segmentDropped;
     this.ticker = ticker;
     this.path = path;
     this.pool = pool;
@@ -396,6 +405,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       // went away from one that invalidated the replica.
       orphans.segmentLost(this, id);
       p.segmentDisconnected(id);
+      segmentDropped.accept(path, "the DataNode closed shared-memory segment " + id);
     }
   }
 

@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 
 /**
  * The engine's {@link DataNodeEndpoint}s, one per DataNode socket path, created on first use, with
@@ -59,6 +60,11 @@ final class Endpoints {
    */
   private volatile boolean closing;
 
+  /**
+   * Told when a DataNode closes a segment's connection (the DataNode health's {@code faltered}).
+   */
+  private final BiConsumer<String, String> segmentDropped;
+
   Endpoints(
       String name,
       DomainSocketPool pool,
@@ -71,8 +77,10 @@ final class Endpoints {
       Duration slotWait,
       Ticker ticker,
       boolean outliveDataNode,
-      long staleAfterNanos) {
+      long staleAfterNanos,
+      BiConsumer<String, String> segmentDropped) {
     this.name = name;
+    this.segmentDropped = segmentDropped;
     this.orphans =
         new OrphanedReplicas(
             name,
@@ -150,7 +158,8 @@ final class Endpoints {
                 slotLowWatermark > 0,
                 this::newSlotPool,
                 ticker,
-                orphans));
+                orphans,
+                segmentDropped));
   }
 
   private SlotPool newSlotPool(DataNodeEndpoint endpoint) {

@@ -112,7 +112,8 @@ public final class ReplicaManager implements Closeable {
             Duration.ofMillis(b.slotWaitMs),
             b.ticker,
             b.outliveDataNode,
-            TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs));
+            TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs),
+            this.health::faltered);
     OpenFailures failures = new OpenFailures(b.backoff, endpoints::isClosing);
     this.opener =
         new ReplicaOpener(

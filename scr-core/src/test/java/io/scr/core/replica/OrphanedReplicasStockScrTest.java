@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
+import io.scr.core.health.HealthState;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.net.DomainConnection;
 import io.scr.core.net.DomainSocketPool;
@@ -136,12 +137,24 @@ class OrphanedReplicasStockScrTest {
       replicas.forEach(r -> before.add(r.slot()));
       long loads = m.cacheStats().loadSuccessCount();
       DomainConnection c = m.endpoint(DFS.dfs().socketPath(0)).segmentConnection(segment.id());
+      long suspected =
+          m.health().of(DFS.dfs().socketPath(0)).status().transitionsTo(HealthState.SUSPECT);
 
       SegmentConnections.endOfStreamWithoutTheDataNode(c);
 
       // The pool clears VALID on the dead segment; the replicas read on meanwhile.
       assertTrue(waitFor(() -> !before.get(0).isValid()) >= 0, "the dead segment's slots");
       assertEquals(3, counters.replicasOrphaned(), "every replica on the segment is orphaned");
+      assertTrue(
+          waitFor(
+                  () ->
+                      m.health()
+                              .of(DFS.dfs().socketPath(0))
+                              .status()
+                              .transitionsTo(HealthState.SUSPECT)
+                          > suspected)
+              >= 0,
+          "a closed segment is a sign for the DataNode's health (its probe then clears it)");
       for (LocatedBlock lb : blocks(file)) {
         readBlock(m, file, lb, data); // a cache hit: an orphan is valid
       }

@@ -135,7 +135,8 @@ class SegmentDropRaceStockScrTest {
               },
               Ticker.systemTicker(),
               new OrphanedReplicas(
-                  "drop-race", false, Ticker.systemTicker(), new ClientCounters(), 0, Thread::new));
+                  "drop-race", false, Ticker.systemTicker(), new ClientCounters(), 0, Thread::new),
+              (p, why) -> {});
       try {
         Slot slot = endpoint.allocateSlot();
 
