@@ -15,22 +15,33 @@ import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The epoll UNIX-socket server: binds the socket (replacing a stale file, then {@code chmod 0666}
- * as stock does, access control being the directories' job), accepts connections and gives each a
- * {@link ShimConnectionHandler}. Owns its event loops ({@code scr-shim-io-*}), its workers ({@code
- * scr-shim-worker-*}) and the socket file; {@link #close()} releases all of them and every client
- * segment.
+ * The epoll UNIX-socket server: binds the socket ({@code chmod 0666} as stock does, access control
+ * being the directories' job), accepts connections and gives each a {@link ShimConnectionHandler}.
+ * Owns its event loops ({@code scr-shim-io-*}), its workers ({@code scr-shim-worker-*}) and the
+ * socket file; {@link #close()} releases all of them and every client segment.
+ *
+ * <p><b>The socket file changes hands atomically.</b> The server binds a name of its own in the
+ * same directory ({@code .scr-shim-<pid>-<n>}) and renames it over the socket path: a DataNode that
+ * starts while another (or a stale file) holds the path replaces it in one step, so clients see the
+ * old socket or the new one, never no socket. On close it removes the socket path only while the
+ * path is still the file it bound (same device and inode): a DataNode stopping after its successor
+ * started leaves the successor's socket alone. (Netty's own close deletes the name it bound, which
+ * the rename has already moved.)
  *
  * <p>Thread-safety: {@link #start} and {@link #close} are called by the plugin's control thread or
  * the DataNode's shutdown thread, never concurrently (the plugin serializes them).
@@ -49,6 +60,9 @@ final class ShimServer implements AutoCloseable {
   private ThreadPoolExecutor workers;
   private ChannelGroup channels;
   private Channel serverChannel;
+
+  /** The identity of the socket file this server bound, while it serves. */
+  private Object boundFile;
 
   ShimServer(
       Path socketPath,
@@ -95,7 +109,7 @@ final class ShimServer implements AutoCloseable {
       workers.allowCoreThreadTimeOut(true);
       channels = new DefaultChannelGroup("scr-shim", group.next());
       FdRequestRouting routing = FdRequestRouting.from(config, metrics, ticker);
-      removeStaleSocket();
+      Path bindPath = bindPath();
       ServerBootstrap b =
           new ServerBootstrap()
               .group(group)
@@ -127,9 +141,13 @@ final class ShimServer implements AutoCloseable {
                     }
                   });
       serverChannel =
-          b.bind(new DomainSocketAddress(socketPath.toString())).syncUninterruptibly().channel();
+          b.bind(new DomainSocketAddress(bindPath.toString())).syncUninterruptibly().channel();
       // Stock binds then chmods 0666: who may connect is decided by the directories above.
-      Files.setPosixFilePermissions(socketPath, PosixFilePermissions.fromString("rw-rw-rw-"));
+      Files.setPosixFilePermissions(bindPath, PosixFilePermissions.fromString("rw-rw-rw-"));
+      if (!bindPath.equals(socketPath)) {
+        Files.move(bindPath, socketPath, StandardCopyOption.ATOMIC_MOVE);
+      }
+      boundFile = fileKey(socketPath);
       LOG.info(
           "scr shim serving short-circuit reads on {} (backlog {}, {} io threads)",
           socketPath,
@@ -143,13 +161,38 @@ final class ShimServer implements AutoCloseable {
     }
   }
 
-  private void removeStaleSocket() throws IOException {
-    if (Files.exists(socketPath, LinkOption.NOFOLLOW_LINKS)) {
-      if (Files.isDirectory(socketPath, LinkOption.NOFOLLOW_LINKS)) {
-        throw new IOException(
-            "the shim socket path " + socketPath + " is a directory; point it at a file name");
-      }
-      Files.delete(socketPath); // a previous DataNode's socket, as stock unlinks before bind
+  /**
+   * The name to bind: {@code .scr-shim-<pid>-<n>} beside the socket path, renamed over it once
+   * bound; the socket path itself (after removing what is there, as stock does) when that name
+   * would not fit a UNIX socket address (then Netty's close removes the path whoever holds it).
+   */
+  private Path bindPath() throws IOException {
+    if (Files.isDirectory(socketPath, LinkOption.NOFOLLOW_LINKS)) {
+      throw new IOException(
+          "the shim socket path " + socketPath + " is a directory; point it at a file name");
+    }
+    Path dir = socketPath.toAbsolutePath().getParent();
+    Path own =
+        dir.resolve(".scr-shim-" + ProcessHandle.current().pid() + "-" + SERVERS.incrementAndGet());
+    Path bind =
+        own.toString().getBytes(StandardCharsets.UTF_8).length < MAX_SOCKET_PATH ? own : socketPath;
+    Files.deleteIfExists(bind); // a stale name of a process with this pid, or the previous socket
+    return bind;
+  }
+
+  /** Servers started in this process: a bind name of its own for each (tests run several). */
+  private static final AtomicInteger SERVERS = new AtomicInteger();
+
+  /** sun_path holds 108 bytes with its terminating NUL. */
+  private static final int MAX_SOCKET_PATH = 108;
+
+  /** The file's identity (device and inode), or null when it does not exist. */
+  private static Object fileKey(Path p) {
+    try {
+      return Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+          .fileKey();
+    } catch (IOException e) {
+      return null;
     }
   }
 
@@ -191,6 +234,18 @@ final class ShimServer implements AutoCloseable {
     // Replies abandoned during shutdown already freed theirs; free whatever a race left behind.
     for (SegmentRegistry.ShimSegment seg : registry.liveSegments()) {
       registry.remove(seg);
+    }
+    Object bound = boundFile;
+    boundFile = null;
+    if (bound == null) {
+      return; // never bound it: whatever is at the path is someone else's
+    }
+    if (!bound.equals(fileKey(socketPath))) {
+      LOG.info(
+          "scr shim socket {} now belongs to another server (a DataNode started after this one);"
+              + " left in place",
+          socketPath);
+      return;
     }
     try {
       Files.deleteIfExists(socketPath);

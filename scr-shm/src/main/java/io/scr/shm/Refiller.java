@@ -69,6 +69,10 @@ final class Refiller {
   private final long maxBackoffNanos;
   private final Thread thread;
   private final AtomicBoolean wake = new AtomicBoolean();
+
+  /** Set by {@link #sourceAnswers}; the refill thread consumes it and resets its backoff. */
+  private final AtomicBoolean retryNow = new AtomicBoolean();
+
   private final FailureLog failures = new FailureLog();
 
   /** Segments to add because callers waited on a release backlog. */
@@ -122,6 +126,15 @@ final class Refiller {
     if (!wake.get() && wake.compareAndSet(false, true)) {
       LockSupport.unpark(thread);
     }
+  }
+
+  /**
+   * The source is known to answer again (any thread): a fetch that is backing off starts a new
+   * streak at once instead of sleeping out a backoff doubled while the source was away.
+   */
+  void sourceAnswers() {
+    retryNow.set(true);
+    LockSupport.unpark(thread);
   }
 
   /** A caller is about to park: grow by the segments the release backlog fills. */
@@ -251,6 +264,10 @@ final class Refiller {
   private void refillUntilClosed() {
     while (!table.isClosed() && !sourceClosed) {
       wake.set(false);
+      if (retryNow.getAndSet(false) && failuresInARow > 0) {
+        backoff = initialBackoffNanos;
+        nextFetchAt = ticker.getAsLong();
+      }
       if (!needsSegment()) {
         if (!wake.get() && !table.isClosed()) {
           LockSupport.park(this);

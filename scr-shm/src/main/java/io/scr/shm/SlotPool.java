@@ -238,6 +238,14 @@ public final class SlotPool extends ActiveSegments implements AutoCloseable {
     }
   }
 
+  /**
+   * The caller knows the segment source answers again (the DataNode came back): a fetch backing off
+   * after failures retries at once. Any thread; never blocks.
+   */
+  public void sourceAnswers() {
+    refiller.sourceAnswers();
+  }
+
   /** A segment died: the maintenance thread returns it when empty, the refiller replaces it. */
   private void onSegmentKilled() {
     maintenance.signal();

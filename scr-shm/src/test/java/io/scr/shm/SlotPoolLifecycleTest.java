@@ -166,6 +166,73 @@ class SlotPoolLifecycleTest {
     assertTrue(pool.stats().segmentsDisconnected() >= 2, pool.stats().toString());
   }
 
+  @Test
+  @SuppressWarnings("ThreadPriorityCheck") // yield: let the pool's threads run on 2 cores
+  void aSourceKnownToAnswerAgainIsAskedAtOnceNotAfterItsDoubledBackoff() throws Exception {
+    FakeTicker ticker = new FakeTicker();
+    java.util.concurrent.atomic.AtomicBoolean away =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    java.util.concurrent.atomic.AtomicInteger asked =
+        new java.util.concurrent.atomic.AtomicInteger();
+    SegmentSource dataNode =
+        new SegmentSource() {
+          @Override
+          public Segment fetch() throws IOException {
+            asked.incrementAndGet();
+            if (away.get()) {
+              throw new IOException("connection refused");
+            }
+            return local.fetch();
+          }
+
+          @Override
+          public void returnSegment(Segment segment) {
+            local.returnSegment(segment);
+          }
+        };
+    SlotPool pool =
+        track(
+            SlotPool.newBuilder("dn1", dataNode, recorder)
+                .ticker(ticker)
+                .initialFetchBackoff(Duration.ofMillis(100))
+                .maxFetchBackoff(Duration.ofSeconds(10))
+                .build());
+    Thread refill =
+        Thread.getAllStackTraces().keySet().stream()
+            .filter(t -> t.getName().equals("scr-slot-pool-dn1-refill") && t.isAlive())
+            .findFirst()
+            .orElseThrow();
+    // Away for a while: 100, 200, ... 6,400 ms between attempts, then 10 s.
+    long waited = 0;
+    for (int failures = 1; failures <= 8; failures++) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      // Asked, failed, and parked until its next attempt (it read the ticker after the failure).
+      while (pool.stats().segmentFetchFailures() < failures
+          || refill.getState() != Thread.State.TIMED_WAITING) {
+        assertTrue(System.nanoTime() < deadline, "attempt " + failures + ": " + pool.stats());
+        Thread.yield();
+      }
+      long backoff = Math.min(10_000, 100L << (failures - 1));
+      if (failures < 8) {
+        ticker.advance(backoff, TimeUnit.MILLISECONDS);
+        waited += backoff;
+      }
+    }
+    assertEquals(12_700, waited);
+    away.set(false); // the DataNode is back, 10 s before the pool would ask again
+
+    pool.sourceAnswers();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (pool.stats().segments() == 0) {
+      assertTrue(
+          System.nanoTime() < deadline,
+          "told the DataNode answers, the pool asked again at once: " + pool.stats());
+      Thread.yield();
+    }
+    assertEquals(9, asked.get());
+    pool.release(pool.allocate());
+  }
+
   /**
    * Waits until the pool has handed back {@code n} dropped segments and its refill thread is parked
    * again (it read the ticker for its next fetch time only after the last one).

@@ -66,6 +66,10 @@ public final class DataNodeHealth {
   private final LivenessProbe probe;
   private final ConcurrentHashMap<String, PathHealth> paths = new ConcurrentHashMap<>();
 
+  /** Told the path of a DataNode that answers again after it was unresponsive or dead. */
+  private final java.util.List<java.util.function.Consumer<String>> recoveryListeners =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** A registry of its own (tests; production uses {@link #shared}). */
   public DataNodeHealth(
       HealthPolicy policy, Ticker ticker, ProbeScheduler scheduler, LivenessProbe probe) {
@@ -104,7 +108,8 @@ public final class DataNodeHealth {
     if (h != null) {
       return h;
     }
-    return paths.computeIfAbsent(path, p -> new PathHealth(p, policy, ticker, () -> startProbe(p)));
+    return paths.computeIfAbsent(
+        path, p -> new PathHealth(p, policy, ticker, () -> startProbe(p), () -> recovered(p)));
   }
 
   /**
@@ -128,7 +133,7 @@ public final class DataNodeHealth {
       return true;
     }
     if (h.state() == HealthState.HEALTHY) {
-      return false; // on trial, another thread's open in flight: the probe has done its part
+      return false; // on trial, another thread's request in flight: the probe has done its part
     }
     h.askedAt(ticker.read());
     if (!h.probing.get()) {
@@ -141,6 +146,60 @@ public final class DataNodeHealth {
   public HealthState state(String path) {
     PathHealth h = paths.get(path);
     return h == null ? HealthState.HEALTHY : h.state();
+  }
+
+  /**
+   * Tells {@code listener} the path of every DataNode that answers again after it was unresponsive
+   * or dead (on the thread that saw the answer: it must not block), until the returned handle is
+   * closed. An engine uses it to retry at once what it backed off while the DataNode was away.
+   */
+  public Registration onRecovery(java.util.function.Consumer<String> listener) {
+    recoveryListeners.add(Objects.requireNonNull(listener, "listener"));
+    return () -> recoveryListeners.remove(listener);
+  }
+
+  /** A listener's registration; closing it ends the registration (idempotent). */
+  @FunctionalInterface
+  public interface Registration extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  private void recovered(String path) {
+    for (java.util.function.Consumer<String> l : recoveryListeners) {
+      try {
+        l.accept(path);
+      } catch (RuntimeException e) {
+        LOG.warn("A DataNode recovery listener failed for {}", path, e);
+      }
+    }
+  }
+
+  /**
+   * Called just before a replica request is sent to {@code path}: false when the DataNode is back
+   * on a probe's word only and another thread's request is testing it ({@link
+   * PathHealth#takeTrial}). A true answer is followed by {@link #endRequest} when the request ends.
+   */
+  public boolean beginRequest(String path) {
+    PathHealth h = paths.get(path);
+    return h == null || h.takeTrial();
+  }
+
+  /** The request the calling thread began at {@code path} ended (whatever its outcome). */
+  public void endRequest(String path) {
+    PathHealth h = paths.get(path);
+    if (h != null) {
+      h.releaseTrial();
+    }
+  }
+
+  /**
+   * Whether {@code path} is back on a probe's word only: requests go one at a time, so a batch of
+   * opportunistic opens (prefetch) waits for readers' opens to prove it.
+   */
+  public boolean onTrial(String path) {
+    PathHealth h = paths.get(path);
+    return h != null && h.onTrial();
   }
 
   /**

@@ -26,8 +26,9 @@ public final class DataNodeUnhealthyException extends IOException {
     super(
         "DataNode at "
             + path
-            + " is "
-            + state.name().toLowerCase(java.util.Locale.ROOT)
+            + (state == HealthState.HEALTHY
+                ? " is back on a probe's answer and another thread's request is testing it"
+                : " is " + state.name().toLowerCase(java.util.Locale.ROOT))
             + ": replica not asked for there (read from another DataNode; see the DataNode"
             + " health in scr doctor --pid or the HealthState metric)");
     this.timedOutHere = timedOutHere;

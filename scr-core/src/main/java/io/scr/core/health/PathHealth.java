@@ -23,8 +23,8 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>an answer slower than the floor, within the deadline</td><td>HEALTHY</td>
  *       <td>SUSPECT</td></tr>
  *   <tr><td>a probe's answer (after the relapse hold, see {@link #probeAnswered}); then one
- *       open at a time is let through until a request is answered within the floor (see {@link
- *       #admitsNewOpen})</td>
+ *       request at a time is sent until one is answered within the floor (see {@link
+ *       #takeTrial})</td>
  *       <td>any</td><td>HEALTHY</td></tr>
  *   <tr><td>no answer within the deadline</td><td>HEALTHY</td><td>SUSPECT</td></tr>
  *   <tr><td>no answer within the deadline</td><td>SUSPECT, DEAD</td><td>UNRESPONSIVE</td></tr>
@@ -55,6 +55,9 @@ public final class PathHealth {
 
   /** Run (outside the monitor) when the state leaves HEALTHY: starts the probe. */
   private final Runnable onLeftHealthy;
+
+  /** Run (outside the monitor) when the state returns to HEALTHY from UNRESPONSIVE or DEAD. */
+  private final Runnable onRecovered;
 
   private volatile HealthState state = HealthState.HEALTHY;
 
@@ -106,13 +109,13 @@ public final class PathHealth {
 
   /**
    * Whether the last return to HEALTHY was a probe's answer with no request answered within the
-   * floor since: then new opens go one at a time ({@link #trial}) until one is. A probe proves the
+   * floor since: then requests go one at a time ({@link #trial}) until one is. A probe proves the
    * process answers, not that it serves fd requests in time; letting every reader in at once would
    * make all of them pay its delay again.
    */
   private volatile boolean onTrial;
 
-  /** The open let through while {@link #onTrial}: its thread and when it was let through. */
+  /** The request let through while {@link #onTrial}: its thread and when it was let through. */
   private final java.util.concurrent.atomic.AtomicReference<Trial> trial =
       new java.util.concurrent.atomic.AtomicReference<>();
 
@@ -134,11 +137,17 @@ public final class PathHealth {
   final java.util.concurrent.atomic.AtomicBoolean probing =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  PathHealth(String path, HealthPolicy policy, Ticker ticker, Runnable onLeftHealthy) {
+  PathHealth(
+      String path,
+      HealthPolicy policy,
+      Ticker ticker,
+      Runnable onLeftHealthy,
+      Runnable onRecovered) {
     this.path = path;
     this.policy = policy;
     this.ticker = ticker;
     this.onLeftHealthy = onLeftHealthy;
+    this.onRecovered = onRecovered;
     this.deadlineNanos = policy.deadlineNanos(-1);
     synchronized (this) {
       this.changedAtNanos = ticker.read();
@@ -158,16 +167,25 @@ public final class PathHealth {
   /**
    * Whether the calling thread may ask this DataNode for a replica not open yet: healthy or dead
    * (see {@link HealthState#admitsNewOpens}); and when it is healthy on the word of a probe only,
-   * only one thread at a time, the first to ask, until a request is answered within the floor (a
-   * thread that holds the trial longer than twice the deadline has lost it: its request ended in a
-   * way that reported nothing). The holder may ask again (every check of one open passes).
+   * while no other thread holds the trial ({@link #takeTrial}). Takes nothing.
    */
   public boolean admitsNewOpen() {
     HealthState s = state;
     if (!s.admitsNewOpens()) {
       return false;
     }
-    if (s != HealthState.HEALTHY || !onTrial) {
+    return s != HealthState.HEALTHY || !onTrial || trialFreeFor(Thread.currentThread());
+  }
+
+  /**
+   * Called just before a request for a replica is sent: while the DataNode is healthy on the word
+   * of a probe only, one thread at a time may send one, the first to call this, until a request is
+   * answered within the floor. Returns false when another thread holds the trial. The holder gives
+   * it back with {@link #releaseTrial} when its request ends; one that holds it longer than twice
+   * the deadline has lost it.
+   */
+  public boolean takeTrial() {
+    if (state != HealthState.HEALTHY || !onTrial) {
       return true;
     }
     Thread me = Thread.currentThread();
@@ -175,11 +193,28 @@ public final class PathHealth {
     if (t != null && t.thread == me) {
       return true;
     }
-    long now = ticker.read();
-    if (t != null && now - t.sinceNanos < 2 * deadlineNanos()) {
+    if (!trialFreeFor(me)) {
       return false;
     }
-    return trial.compareAndSet(t, new Trial(me, now));
+    return trial.compareAndSet(t, new Trial(me, ticker.read()));
+  }
+
+  /** The calling thread's request ended: the trial it held (if any) is free again. */
+  public void releaseTrial() {
+    Trial t = trial.get();
+    if (t != null && t.thread == Thread.currentThread()) {
+      trial.compareAndSet(t, null);
+    }
+  }
+
+  /** Whether the DataNode is healthy on the word of a probe only (opens go one at a time). */
+  public boolean onTrial() {
+    return onTrial && state == HealthState.HEALTHY;
+  }
+
+  private boolean trialFreeFor(Thread me) {
+    Trial t = trial.get();
+    return t == null || t.thread == me || ticker.read() - t.sinceNanos >= 2 * deadlineNanos();
   }
 
   /**
@@ -187,16 +222,7 @@ public final class PathHealth {
    * another thread's open in flight.
    */
   public boolean unwell() {
-    if (state != HealthState.HEALTHY) {
-      return true;
-    }
-    if (!onTrial) {
-      return false;
-    }
-    Trial t = trial.get();
-    return t != null
-        && t.thread != Thread.currentThread()
-        && ticker.read() - t.sinceNanos < 2 * deadlineNanos();
+    return state != HealthState.HEALTHY || (onTrial && !trialFreeFor(Thread.currentThread()));
   }
 
   /** How long a request or probe waits for this DataNode's answer now (ns). */
@@ -309,14 +335,15 @@ public final class PathHealth {
     }
     if (from == HealthState.SUSPECT) {
       LOG.debug("DataNode at {} {}; healthy again", path, why);
-    } else {
-      LOG.info(
-          "DataNode at {} {} after {} ms {}: new replicas are opened there again",
-          path,
-          why,
-          TimeUnit.NANOSECONDS.toMillis(heldNanos),
-          from.name().toLowerCase(java.util.Locale.ROOT));
+      return;
     }
+    LOG.info(
+        "DataNode at {} {} after {} ms {}: new replicas are opened there again",
+        path,
+        why,
+        TimeUnit.NANOSECONDS.toMillis(heldNanos),
+        from.name().toLowerCase(java.util.Locale.ROOT));
+    onRecovered.run();
   }
 
   /** A request or probe waited its whole deadline for an answer. */

@@ -91,6 +91,12 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
   private final BiConsumer<String, String> segmentDropped;
 
   /**
+   * Whether the DataNode at a path may be sent a request now (its health): a segment request waits
+   * while it is suspect or unresponsive, as replica opens do.
+   */
+  private final java.util.function.Predicate<String> admitsRequests;
+
+  /**
    * How long the slot of a refused fd request stays out of the pool. The stock DataNode answers a
    * refusal first and only then, in its request's {@code finally}, unregisters the slot and clears
    * its VALID flag; a slot freed at once could be allocated and sent again (by another thread, on
@@ -141,9 +147,11 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       Function<DataNodeEndpoint, SlotPool> slotPoolFactory,
       io.scr.cache.Ticker ticker,
       OrphanedReplicas orphans,
-      BiConsumer<String, String> segmentDropped) {
+      BiConsumer<String, String> segmentDropped,
+      java.util.function.Predicate<String> admitsRequests) {
     this.orphans = orphans;
     this.segmentDropped = segmentDropped;
+    this.admitsRequests = admitsRequests;
     this.ticker = ticker;
     this.path = path;
     this.pool = pool;
@@ -335,6 +343,13 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
       throw new IOException(
           "DataNode socket " + path + " is backing off after a failure; no segment requested");
     }
+    if (!admitsRequests.test(path)) {
+      // Suspect or unresponsive: the pool retries on its own schedule, and at once when the
+      // DataNode answers again; a request now would wait out the deadline against a hung peer.
+      firstSegment.complete(null);
+      throw new IOException(
+          "DataNode at " + path + " is not healthy; no segment requested until it answers again");
+    }
     ShortCircuitExchanges.ShmGrant grant;
     try {
       grant = ShortCircuitExchanges.requestShm(pool, path, clientName);
@@ -379,7 +394,14 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
     if (Interrupts.isOwnInterrupt(e)) {
       return;
     }
-    backoff.recordFailure(path, FailureClass.SHM, reason);
+    if (!io.scr.core.health.DataNodeHealth.isTimeout(e)) {
+      // A DataNode that answered late (a restarted one warming up, a GC pause) is the health's
+      // business, which the exchange's deadline has told; the pool retries from 100 ms, and at
+      // once when the DataNode answers again. The SHM backoff is for a DataNode that refuses or
+      // breaks shared memory: recorded against the socket that answered, it would outlast the
+      // DataNode's slow start by minutes.
+      backoff.recordFailure(path, FailureClass.SHM, reason);
+    }
     firstSegment.complete(null);
   }
 

@@ -65,6 +65,8 @@ final class Endpoints {
    */
   private final BiConsumer<String, String> segmentDropped;
 
+  private final java.util.function.Predicate<String> admitsRequests;
+
   Endpoints(
       String name,
       DomainSocketPool pool,
@@ -78,7 +80,9 @@ final class Endpoints {
       Ticker ticker,
       boolean outliveDataNode,
       long staleAfterNanos,
-      BiConsumer<String, String> segmentDropped) {
+      BiConsumer<String, String> segmentDropped,
+      java.util.function.Predicate<String> admitsRequests) {
+    this.admitsRequests = admitsRequests;
     this.name = name;
     this.segmentDropped = segmentDropped;
     this.orphans =
@@ -159,7 +163,8 @@ final class Endpoints {
                 this::newSlotPool,
                 ticker,
                 orphans,
-                segmentDropped));
+                segmentDropped,
+                admitsRequests));
   }
 
   private SlotPool newSlotPool(DataNodeEndpoint endpoint) {
@@ -202,6 +207,22 @@ final class Endpoints {
       }
       return watcher;
     }
+  }
+
+  /**
+   * The DataNode at {@code path} answers again after it was unresponsive or dead: its slot pool
+   * stops backing off and its orphaned replicas are asked about at once.
+   */
+  void dataNodeAnswers(String path) {
+    DataNodeEndpoint e = endpoints.get(path);
+    if (e == null || closing) {
+      return;
+    }
+    io.scr.shm.SlotPool p = e.slotPoolOrNull();
+    if (p != null) {
+      p.sourceAnswers();
+    }
+    orphans.dataNodeAnswers(e);
   }
 
   /** Open replicas read now without their DataNode vouching for them (a gauge). */

@@ -193,6 +193,19 @@ final class OrphanedReplicas implements AutoCloseable {
     return true;
   }
 
+  /** The DataNode of {@code endpoint} answers again: its orphans are asked about at once. */
+  void dataNodeAnswers(DataNodeEndpoint endpoint) {
+    Outage o = outages.get(endpoint);
+    if (o == null) {
+      return;
+    }
+    synchronized (o) {
+      o.pauseNanos = 0;
+      o.nextAttemptNanos = ticker.read();
+    }
+    startOrWake();
+  }
+
   private void startOrWake() {
     synchronized (lock) {
       if (closed) {

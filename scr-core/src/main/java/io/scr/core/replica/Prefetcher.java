@@ -158,7 +158,8 @@ final class Prefetcher {
         results[i] = PrefetchResult.ALREADY_OPEN;
       } else if (backoff.isBackingOff(socketPath)
           || absent.remembers(b, socketPath)
-          || !opener.health().admitsNewOpens(socketPath)) {
+          || !opener.health().admitsNewOpens(socketPath)
+          || opener.health().onTrial(socketPath)) {
         results[i] = PrefetchResult.NOT_OPENED;
       } else {
         PendingOpen p = new PendingOpen();

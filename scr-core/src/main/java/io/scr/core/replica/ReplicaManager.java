@@ -61,6 +61,10 @@ public final class ReplicaManager implements Closeable {
   private final MappedReads mappedReads;
   private final AbsentReplicas absent;
   private final Endpoints endpoints;
+
+  /** This engine's registration for DataNodes that answer again ({@link #close} ends it). */
+  private final DataNodeHealth.Registration recoveryListener;
+
   private final ReplicaSource source;
   private final Prefetcher prefetcher;
   private final Consumer<FallbackReason> fallbacks;
@@ -113,7 +117,9 @@ public final class ReplicaManager implements Closeable {
             b.ticker,
             b.outliveDataNode,
             TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs),
-            this.health::faltered);
+            this.health::faltered,
+            this.health::admitsNewOpens);
+    this.recoveryListener = this.health.onRecovery(endpoints::dataNodeAnswers);
     OpenFailures failures = new OpenFailures(b.backoff, endpoints::isClosing);
     this.opener =
         new ReplicaOpener(
@@ -313,6 +319,7 @@ public final class ReplicaManager implements Closeable {
 
   @Override
   public void close() {
+    recoveryListener.close();
     source.close(); // no lease after this; every thread's spare lease and buffers are dropped
     // The pools first: the slots of the replicas closed below are then freed here, not told to
     // the DataNode one by one (see the class comment).

@@ -3,6 +3,7 @@ package io.scr.core.replica;
 import io.scr.cache.Ticker;
 import io.scr.core.health.DataNodeHealth;
 import io.scr.core.health.DataNodeUnhealthyException;
+import io.scr.core.health.HealthState;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.PathCounters;
 import io.scr.core.net.DomainSocketPool;
@@ -196,14 +197,34 @@ final class ReplicaOpener {
     DataNodeEndpoint endpoint = endpoints.endpoint(socketPath);
     Slot slot = endpoint.allocateSlot();
     SlotPool slotPool = endpoint.slotPoolOrNull();
-    if (!health.admitsNewOpens(socketPath)) {
-      // The first segment request of this endpoint waited the whole deadline (it hangs): no fd
-      // request after it.
+    if (!health.admitsNewOpens(socketPath) || !health.beginRequest(socketPath)) {
+      // The first segment request of this endpoint waited the whole deadline (it hangs), or the
+      // DataNode is back on a probe's word and another thread's request is testing it: no fd
+      // request now.
       if (slot != null) {
         slotPool.releaseUnregistered(slot);
       }
-      throw new DataNodeUnhealthyException(socketPath, health.state(socketPath), true);
+      HealthState state = health.state(socketPath);
+      throw new DataNodeUnhealthyException(socketPath, state, state != HealthState.HEALTHY);
     }
+    try {
+      return requestAndOpen(block, token, socketPath, prefetched, growing, t0, endpoint, slot);
+    } finally {
+      health.endRequest(socketPath);
+    }
+  }
+
+  private Replica requestAndOpen(
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token,
+      String socketPath,
+      boolean prefetched,
+      boolean growing,
+      long t0,
+      DataNodeEndpoint endpoint,
+      Slot slot)
+      throws IOException {
+    SlotPool slotPool = endpoint.slotPoolOrNull();
     FileDescriptor[] fds = new FileDescriptor[2];
     boolean registered = false;
     long t1 = ticker.read();

@@ -249,30 +249,40 @@ class DataNodeHealthTest {
   }
 
   @Test
-  void backOnAProbesWordItLetsOneOpenThroughAtATimeUntilARequestIsAnsweredWithinTheFloor()
+  void backOnAProbesWordItLetsOneRequestThroughAtATimeUntilOneIsAnsweredWithinTheFloor()
       throws Exception {
     String path = dir.resolve("dn.sock").toString();
     PathHealth h = health.of(path);
-    assertTrue(health.admitsNewOpens(path), "healthy: every thread");
+    assertTrue(health.beginRequest(path), "healthy: every thread");
+    health.endRequest(path);
     h.timedOut("op 87");
     assertFalse(health.admitsNewOpens(path), "suspect: nobody");
     h.probeAnswered();
     assertEquals(HealthState.HEALTHY, h.state());
+    assertTrue(health.onTrial(path));
 
-    assertTrue(health.admitsNewOpens(path), "the first thread to ask tests it");
-    assertTrue(health.admitsNewOpens(path), "and passes every check of its open");
+    assertTrue(health.admitsNewOpens(path), "asking takes nothing");
+    assertTrue(onOtherThread(() -> health.admitsNewOpens(path)));
+    assertTrue(health.beginRequest(path), "the first thread to send tests it");
+    assertTrue(health.admitsNewOpens(path), "and passes every later check of its open");
     assertFalse(health.unwell(path), "its own stock read may choose it");
     assertFalse(onOtherThread(() -> health.admitsNewOpens(path)), "another thread waits its turn");
+    assertFalse(onOtherThread(() -> health.beginRequest(path)));
     assertTrue(onOtherThread(() -> health.unwell(path)), "and steers its stock reads elsewhere");
+
+    health.endRequest(path); // its request ended with no answer within the floor (a refusal, say)
+    assertTrue(health.onTrial(path), "still on trial");
+    assertTrue(onOtherThread(() -> health.beginRequest(path)), "the next thread tests it");
+    assertFalse(health.beginRequest(path), "while that one holds it");
 
     now.addAndGet(2 * h.deadlineNanos());
     assertTrue(
-        onOtherThread(() -> health.admitsNewOpens(path)),
-        "a trial that reported nothing for twice the deadline is given to the next thread");
+        health.beginRequest(path),
+        "a trial that reported nothing for twice the deadline passes to the next thread");
 
-    h.answered(MS); // that open was answered within the floor
-    assertTrue(health.admitsNewOpens(path), "every thread again");
-    assertTrue(onOtherThread(() -> health.admitsNewOpens(path)));
+    h.answered(MS); // that request was answered within the floor
+    assertFalse(health.onTrial(path));
+    assertTrue(onOtherThread(() -> health.beginRequest(path)), "every thread again");
     assertFalse(onOtherThread(() -> health.unwell(path)));
   }
 

@@ -136,7 +136,8 @@ class SegmentDropRaceStockScrTest {
               Ticker.systemTicker(),
               new OrphanedReplicas(
                   "drop-race", false, Ticker.systemTicker(), new ClientCounters(), 0, Thread::new),
-              (p, why) -> {});
+              (p, why) -> {},
+              p -> true);
       try {
         Slot slot = endpoint.allocateSlot();
 
