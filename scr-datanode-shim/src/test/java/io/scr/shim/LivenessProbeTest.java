@@ -108,7 +108,7 @@ class LivenessProbeTest {
     assertEquals(1, metrics.rejections(ShimMetrics.Rejection.BAD_PROTOBUF));
   }
 
-  private static byte[] readExactly(InputStream in, int n) throws IOException {
+  static byte[] readExactly(InputStream in, int n) throws IOException {
     byte[] b = new byte[n];
     int off = 0;
     while (off < n) {

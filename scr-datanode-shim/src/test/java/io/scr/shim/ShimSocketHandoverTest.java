@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -75,7 +74,7 @@ class ShimSocketHandoverTest {
   private static long ping(Path socket, Server expected, long atLeast) throws Exception {
     try (RawPeer peer = new RawPeer(socket.toString())) {
       peer.writeRaw(LivenessProbeTest.PING);
-      assertArrayEquals(PONG, readExactly(peer.in(), PONG.length));
+      assertArrayEquals(PONG, LivenessProbeTest.readExactly(peer.in(), PONG.length));
     }
     // Booked by the event loop once the answer is out, after the client may have read it.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
@@ -89,19 +88,6 @@ class ShimSocketHandoverTest {
 
   private static Object fileKey(Path p) throws IOException {
     return Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
-  }
-
-  private static byte[] readExactly(InputStream in, int n) throws IOException {
-    byte[] b = new byte[n];
-    int off = 0;
-    while (off < n) {
-      int r = in.read(b, off, n - off);
-      if (r < 0) {
-        throw new IOException("closed after " + off + " bytes");
-      }
-      off += r;
-    }
-    return b;
   }
 
   /** A shim server with its own metrics, serving probes only. */
