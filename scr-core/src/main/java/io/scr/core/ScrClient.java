@@ -82,20 +82,33 @@ public final class ScrClient implements Closeable, EngineState {
 
   private final Ticker ticker;
 
+  private final EngineSeams seams;
+
   ScrClient(Configuration conf, String context, Ticker ticker) {
-    this(conf, context, ticker, File::list);
+    this(conf, context, ticker, File::list, EngineSeams.NONE);
   }
 
-  /**
-   * As the other constructor, listing socket directories with {@code directoryLister} (null when a
-   * directory cannot be listed): tests, which may run as root, pass their own.
-   */
   ScrClient(
       Configuration conf,
       String context,
       Ticker ticker,
       java.util.function.Function<File, String[]> directoryLister) {
+    this(conf, context, ticker, directoryLister, EngineSeams.NONE);
+  }
+
+  /**
+   * As the other constructors, listing socket directories with {@code directoryLister} (null when a
+   * directory cannot be listed; tests, which may run as root, pass their own) and holding threads
+   * at {@code seams}.
+   */
+  ScrClient(
+      Configuration conf,
+      String context,
+      Ticker ticker,
+      java.util.function.Function<File, String[]> directoryLister,
+      EngineSeams seams) {
     this.context = context;
+    this.seams = java.util.Objects.requireNonNull(seams, "seams");
     this.settings = new EngineSettings(context, conf);
     this.ticker = ticker;
     this.fallbacks = new FallbackCounters(new FdBudgetWarning(context, ticker, this::cacheStats));
@@ -161,6 +174,7 @@ public final class ScrClient implements Closeable, EngineState {
             .fallbacks(fallbacks)
             .counters(counters)
             .health(health)
+            .afterMissChecked(seams::afterMissChecked)
             .build();
     this.source = replicas.source();
     this.accessorLeases = new AccessorLeases(replicas, sockets, fallbacks);
@@ -186,6 +200,17 @@ public final class ScrClient implements Closeable, EngineState {
    * ignored without a word.
    */
   public static ScrClient acquire(Configuration conf) {
+    return acquire(conf, null);
+  }
+
+  /**
+   * As {@link #acquire(Configuration)}, but the context must have no engine yet: the new one holds
+   * its threads at {@code seams}, and later acquires of the context share it. For tests that drive
+   * a race through the whole client.
+   *
+   * @throws IllegalStateException the context already has an engine (built without these seams)
+   */
+  static ScrClient acquire(Configuration conf, EngineSeams seams) {
     String context = ScrKeys.CLIENT_CONTEXT.get(conf);
     if (context == null || context.isEmpty()) {
       context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf);
@@ -193,9 +218,20 @@ public final class ScrClient implements Closeable, EngineState {
     synchronized (REGISTRY_LOCK) {
       ScrClient client = REGISTRY.get(context);
       if (client == null) {
-        client = new ScrClient(conf, context, Ticker.systemTicker());
+        client =
+            new ScrClient(
+                conf,
+                context,
+                Ticker.systemTicker(),
+                File::list,
+                seams == null ? EngineSeams.NONE : seams);
         REGISTRY.put(context, client);
         client.observability.start();
+      } else if (seams != null) {
+        throw new IllegalStateException(
+            "client context "
+                + context
+                + " already has an engine; seams need a context of their own");
       } else {
         client.settings.warnIfDiffer(conf);
       }
@@ -479,6 +515,11 @@ public final class ScrClient implements Closeable, EngineState {
   @Override
   public int orphanedReplicas() {
     return replicas.orphanedReplicas();
+  }
+
+  /** Where this engine's threads may be held ({@link EngineSeams#NONE} unless a test built it). */
+  public EngineSeams seams() {
+    return seams;
   }
 
   /**

@@ -9,7 +9,6 @@ import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Consumer;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
@@ -64,12 +63,6 @@ final class OpenPrefetch {
 
   /** The first skip for lack of room (queue, cache, fds) in the process is logged. */
   private static final AtomicBoolean NO_ROOM_LOGGED = new AtomicBoolean();
-
-  /**
-   * Tests only: run by a prefetch task before it opens each block (to hold prefetch threads on a
-   * latch). Null in production.
-   */
-  static volatile Consumer<LocatedBlock> beforeLeaseForTests;
 
   private final ScrClient scr;
   private final String src;
@@ -197,10 +190,7 @@ final class OpenPrefetch {
       scr.recordPrefetchSkipped(to - from);
       return false;
     }
-    Consumer<LocatedBlock> hook = beforeLeaseForTests;
-    if (hook != null) {
-      hook.accept(blocks[from]);
-    }
+    scr.seams().beforePrefetchOpen(blocks[from]);
     if (cancelled.get()) {
       scr.recordPrefetchSkipped(to - from);
       return false;
@@ -261,10 +251,7 @@ final class OpenPrefetch {
         scr.recordPrefetchSkipped(1);
         return false;
       }
-      Consumer<LocatedBlock> hook = beforeLeaseForTests;
-      if (hook != null) {
-        hook.accept(lb);
-      }
+      scr.seams().beforePrefetchOpen(lb);
       if (cancelled.get()) {
         scr.recordPrefetchSkipped(1);
         return false;
