@@ -2,6 +2,7 @@ package io.scr.core.hdfs;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
 import io.scr.core.net.PeerExtensions;
 import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.core.replica.PrefetchResult;
@@ -112,7 +113,7 @@ final class OpenPrefetch {
             scr, src, chosen.toArray(new LocatedBlock[0]), chosenPaths.toArray(new String[0]));
     if (!scr.submitPrefetch(prefetch::run)) {
       scr.recordPrefetchSkipped(chosen.size());
-      noRoom("the prefetch queue is full (scr.client.prefetch.queue-size)");
+      noRoom("the prefetch queue is full (" + ScrKeys.PREFETCH_QUEUE_SIZE.name() + ")");
       return null;
     }
     return prefetch;
