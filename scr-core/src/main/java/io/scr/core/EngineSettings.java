@@ -1,6 +1,7 @@
 package io.scr.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.config.ConfigKey;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -43,10 +44,7 @@ final class EngineSettings {
   /** The client keys of the catalogue as set in {@code conf} (raw text, unset keys absent). */
   static Map<String, String> of(Configuration conf) {
     Map<String, String> out = new TreeMap<>();
-    for (ScrKey<?> key : ScrKeys.all()) {
-      if (key.name().startsWith("scr.shim.")) {
-        continue; // the DataNode's keys: a client never reads them
-      }
+    for (ConfigKey<?> key : ScrKeys.all()) {
       String raw = conf.getTrimmed(key.name());
       if (raw != null) {
         out.put(key.name(), raw);
@@ -84,7 +82,11 @@ final class EngineSettings {
       LOG.warn(
           "The scr engine of client context '{}' already exists with other settings, and this"
               + " configuration shares it as is: {}. To give this configuration its own engine,"
-              + " set scr.client.context (or dfs.client.context) to a name of its own",
+              + " set "
+              + ScrKeys.CLIENT_CONTEXT.name()
+              + " (or "
+              + ScrKeys.DFS_CLIENT_CONTEXT.name()
+              + ") to a name of its own",
           context,
           differences);
     }

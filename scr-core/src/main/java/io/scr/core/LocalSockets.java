@@ -66,7 +66,7 @@ final class LocalSockets {
     this.pathTemplates = socketPathTemplates(conf);
     this.configuredXferPort = configuredXferPort(conf);
     this.templateKey =
-        ScrKeys.CLIENT_SOCKET_PATHS.get(conf) != null
+        ScrKeys.CLIENT_SOCKET_PATHS.get(conf::get) != null
             ? ScrKeys.CLIENT_SOCKET_PATHS.name()
             : ScrKeys.DFS_DOMAIN_SOCKET_PATH.name();
     this.ticker = ticker;
@@ -90,9 +90,9 @@ final class LocalSockets {
   }
 
   private static List<String> socketPathTemplates(Configuration conf) {
-    String explicit = ScrKeys.CLIENT_SOCKET_PATHS.get(conf);
+    String explicit = ScrKeys.CLIENT_SOCKET_PATHS.get(conf::get);
     List<String> out = new ArrayList<>();
-    String source = explicit != null ? explicit : ScrKeys.DFS_DOMAIN_SOCKET_PATH.get(conf);
+    String source = explicit != null ? explicit : ScrKeys.DFS_DOMAIN_SOCKET_PATH.get(conf::get);
     for (String p : source.split(",")) {
       String t = p.trim();
       if (!t.isEmpty()) {
@@ -104,7 +104,7 @@ final class LocalSockets {
 
   /** The port of {@code dfs.datanode.address}, or 0 when it names none (or an ephemeral one). */
   private static int configuredXferPort(Configuration conf) {
-    String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf);
+    String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf::get);
     if (address == null) {
       return 0;
     }
@@ -204,7 +204,9 @@ final class LocalSockets {
     LOG.warn(
         "no DataNode socket on this host matches {} = {}: short-circuit reads through the replica"
             + " accessor fall back to TCP (FallbackReason NOT_CONFIGURED) until one appears. A"
-            + " stock DataNode binds its socket only when dfs.client.read.shortcircuit=true in its"
+            + " stock DataNode binds its socket only when "
+            + ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name()
+            + "=true in its"
             + " own hdfs-site.xml (and libhadoop loads); the scr shim binds scr.shim.socket.path."
             + " The DataNode log says 'Listening on UNIX domain socket' with the path it uses",
         templateKey,

@@ -82,26 +82,39 @@ public final class ScrClient implements Closeable, EngineState {
 
   private final Ticker ticker;
 
+  private final EngineSeams seams;
+
   ScrClient(Configuration conf, String context, Ticker ticker) {
-    this(conf, context, ticker, File::list);
+    this(conf, context, ticker, File::list, EngineSeams.NONE);
   }
 
-  /**
-   * As the other constructor, listing socket directories with {@code directoryLister} (null when a
-   * directory cannot be listed): tests, which may run as root, pass their own.
-   */
   ScrClient(
       Configuration conf,
       String context,
       Ticker ticker,
       java.util.function.Function<File, String[]> directoryLister) {
+    this(conf, context, ticker, directoryLister, EngineSeams.NONE);
+  }
+
+  /**
+   * As the other constructors, listing socket directories with {@code directoryLister} (null when a
+   * directory cannot be listed; tests, which may run as root, pass their own) and holding threads
+   * at {@code seams}.
+   */
+  ScrClient(
+      Configuration conf,
+      String context,
+      Ticker ticker,
+      java.util.function.Function<File, String[]> directoryLister,
+      EngineSeams seams) {
     this.context = context;
+    this.seams = java.util.Objects.requireNonNull(seams, "seams");
     this.settings = new EngineSettings(context, conf);
     this.ticker = ticker;
     this.fallbacks = new FallbackCounters(new FdBudgetWarning(context, ticker, this::cacheStats));
     // A bad budget fails here, before any socket, thread or fd exists.
-    Integer capacity = ScrKeys.CACHE_CAPACITY.get(conf);
-    Long fdBudget = ScrKeys.CACHE_FD_BUDGET.get(conf);
+    Integer capacity = ScrKeys.CACHE_CAPACITY.get(conf::get);
+    Long fdBudget = ScrKeys.CACHE_FD_BUDGET.get(conf::get);
     if (fdBudget != null && fdBudget < 2) {
       throw new IllegalArgumentException(
           ScrKeys.CACHE_FD_BUDGET.name()
@@ -110,8 +123,8 @@ public final class ScrClient implements Closeable, EngineState {
               + ": must be at least 2 (one replica holds two fds); unset it to derive the budget"
               + " from the process fd limit");
     }
-    int prefetchThreads = ScrKeys.PREFETCH_THREADS.get(conf);
-    int prefetchQueue = ScrKeys.PREFETCH_QUEUE_SIZE.get(conf);
+    int prefetchThreads = ScrKeys.PREFETCH_THREADS.get(conf::get);
+    int prefetchQueue = ScrKeys.PREFETCH_QUEUE_SIZE.get(conf::get);
     if (prefetchThreads < 1 || prefetchQueue < 1) {
       throw new IllegalArgumentException(
           ScrKeys.PREFETCH_THREADS.name()
@@ -125,22 +138,22 @@ public final class ScrClient implements Closeable, EngineState {
               + ScrKeys.PREFETCH_MAX_BLOCKS.name()
               + "=0 instead");
     }
-    this.enabled = ScrKeys.CLIENT_ENABLED.get(conf);
+    this.enabled = ScrKeys.CLIENT_ENABLED.get(conf::get);
     this.sockets = new LocalSockets(conf, ticker, directoryLister);
     Map<FailureClass, Integer> base = new EnumMap<>(FailureClass.class);
-    base.put(FailureClass.CONNECT, ScrKeys.BACKOFF_CONNECT_SECONDS.get(conf));
-    base.put(FailureClass.UNSUPPORTED, ScrKeys.BACKOFF_UNSUPPORTED_SECONDS.get(conf));
-    base.put(FailureClass.IO, ScrKeys.BACKOFF_IO_SECONDS.get(conf));
-    base.put(FailureClass.SHM, ScrKeys.BACKOFF_SHM_SECONDS.get(conf));
-    this.backoff = new PathBackoff(ticker, base, ScrKeys.BACKOFF_MAX_SECONDS.get(conf));
+    base.put(FailureClass.CONNECT, ScrKeys.BACKOFF_CONNECT_SECONDS.get(conf::get));
+    base.put(FailureClass.UNSUPPORTED, ScrKeys.BACKOFF_UNSUPPORTED_SECONDS.get(conf::get));
+    base.put(FailureClass.IO, ScrKeys.BACKOFF_IO_SECONDS.get(conf::get));
+    base.put(FailureClass.SHM, ScrKeys.BACKOFF_SHM_SECONDS.get(conf::get));
+    this.backoff = new PathBackoff(ticker, base, ScrKeys.BACKOFF_MAX_SECONDS.get(conf::get));
     DataNodeHealth health = DataNodeHealth.shared(HealthPolicy.from(conf));
     DomainSocketPool pool =
         DomainSocketPool.newBuilder()
             .deadlines(health.segmentDeadlines())
-            .connectTimeoutMs(ScrKeys.NET_CONNECT_TIMEOUT_MS.get(conf))
+            .connectTimeoutMs(ScrKeys.NET_CONNECT_TIMEOUT_MS.get(conf::get))
             .readTimeoutMs(ScrKeys.netReadTimeoutMs(conf))
-            .maxIdlePerPath(ScrKeys.NET_POOL_MAX_IDLE.get(conf))
-            .idleExpiryMs(ScrKeys.NET_POOL_IDLE_EXPIRY_MS.get(conf))
+            .maxIdlePerPath(ScrKeys.NET_POOL_MAX_IDLE.get(conf::get))
+            .idleExpiryMs(ScrKeys.NET_POOL_IDLE_EXPIRY_MS.get(conf::get))
             .ticker(ticker)
             .build();
     this.replicas =
@@ -148,19 +161,20 @@ public final class ScrClient implements Closeable, EngineState {
             .ticker(ticker)
             .capacity(capacity == null ? 0 : capacity)
             .fdBudget(fdBudget == null ? 0 : fdBudget)
-            .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf))
+            .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf::get))
             .staleThresholdMs(ScrKeys.replicaStaleThresholdMs(conf))
-            .shmEnabled(ScrKeys.SHM_ENABLED.get(conf))
-            .outliveDataNode(ScrKeys.REPLICA_OUTLIVE_DATANODE.get(conf))
-            .extensionsEnabled(ScrKeys.EXTENSIONS_ENABLED.get(conf))
-            .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf))
-            .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf))
-            .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf))
+            .shmEnabled(ScrKeys.SHM_ENABLED.get(conf::get))
+            .outliveDataNode(ScrKeys.REPLICA_OUTLIVE_DATANODE.get(conf::get))
+            .extensionsEnabled(ScrKeys.EXTENSIONS_ENABLED.get(conf::get))
+            .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf::get))
+            .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf::get))
+            .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf::get))
             .mappedReads(mappedReads(conf))
             .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
             .fallbacks(fallbacks)
             .counters(counters)
             .health(health)
+            .afterMissChecked(seams::afterMissChecked)
             .build();
     this.source = replicas.source();
     this.accessorLeases = new AccessorLeases(replicas, sockets, fallbacks);
@@ -170,8 +184,8 @@ public final class ScrClient implements Closeable, EngineState {
             context,
             new ScrClientMetrics(this, counters, pool, ticker),
             settings.asMap(),
-            ScrKeys.METRICS_ENABLED.get(conf),
-            ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf));
+            ScrKeys.METRICS_ENABLED.get(conf::get),
+            ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf::get));
   }
 
   /**
@@ -186,16 +200,38 @@ public final class ScrClient implements Closeable, EngineState {
    * ignored without a word.
    */
   public static ScrClient acquire(Configuration conf) {
-    String context = ScrKeys.CLIENT_CONTEXT.get(conf);
+    return acquire(conf, null);
+  }
+
+  /**
+   * As {@link #acquire(Configuration)}, but the context must have no engine yet: the new one holds
+   * its threads at {@code seams}, and later acquires of the context share it. For tests that drive
+   * a race through the whole client.
+   *
+   * @throws IllegalStateException the context already has an engine (built without these seams)
+   */
+  static ScrClient acquire(Configuration conf, EngineSeams seams) {
+    String context = ScrKeys.CLIENT_CONTEXT.get(conf::get);
     if (context == null || context.isEmpty()) {
-      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf);
+      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf::get);
     }
     synchronized (REGISTRY_LOCK) {
       ScrClient client = REGISTRY.get(context);
       if (client == null) {
-        client = new ScrClient(conf, context, Ticker.systemTicker());
+        client =
+            new ScrClient(
+                conf,
+                context,
+                Ticker.systemTicker(),
+                File::list,
+                seams == null ? EngineSeams.NONE : seams);
         REGISTRY.put(context, client);
         client.observability.start();
+      } else if (seams != null) {
+        throw new IllegalStateException(
+            "client context "
+                + context
+                + " already has an engine; seams need a context of their own");
       } else {
         client.settings.warnIfDiffer(conf);
       }
@@ -481,6 +517,11 @@ public final class ScrClient implements Closeable, EngineState {
     return replicas.orphanedReplicas();
   }
 
+  /** Where this engine's threads may be held ({@link EngineSeams#NONE} unless a test built it). */
+  public EngineSeams seams() {
+    return seams;
+  }
+
   /**
    * Runs {@code task} (one replica open ahead of its first read) on this engine's prefetch threads,
    * unless the engine is closed or the queue ({@code scr.client.prefetch.queue-size}) is full:
@@ -558,12 +599,12 @@ public final class ScrClient implements Closeable, EngineState {
 
   /** The mapped-read policy {@code conf} asks for, or null (off). */
   private static io.scr.core.read.MappedReads mappedReads(Configuration conf) {
-    if (!ScrKeys.READ_MAPPED_ENABLED.get(conf)) {
+    if (!ScrKeys.READ_MAPPED_ENABLED.get(conf::get)) {
       return null;
     }
-    int minReads = ScrKeys.READ_MAPPED_MIN_READS.get(conf);
-    int maxMappings = ScrKeys.READ_MAPPED_MAX_MAPPINGS.get(conf);
-    long maxBytes = ScrKeys.READ_MAPPED_MAX_MAPPED_BYTES.get(conf);
+    int minReads = ScrKeys.READ_MAPPED_MIN_READS.get(conf::get);
+    int maxMappings = ScrKeys.READ_MAPPED_MAX_MAPPINGS.get(conf::get);
+    long maxBytes = ScrKeys.READ_MAPPED_MAX_MAPPED_BYTES.get(conf::get);
     if (minReads < 1 || maxMappings < 0 || maxBytes < 0) {
       throw new IllegalArgumentException(
           ScrKeys.READ_MAPPED_MIN_READS.name()

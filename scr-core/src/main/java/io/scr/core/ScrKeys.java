@@ -1,5 +1,6 @@
 package io.scr.core;
 
+import io.scr.config.ConfigKey;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -13,14 +14,14 @@ import java.util.List;
  * <p>Defaults work untuned. Durations are milliseconds unless the key says {@code seconds}.
  */
 public final class ScrKeys {
-  private static final List<ScrKey<?>> ALL = new ArrayList<>();
+  private static final List<ConfigKey<?>> ALL = new ArrayList<>();
 
   private ScrKeys() {}
 
   // ---- stock keys honoured ----
 
   /** Stock client switch for short-circuit reads. */
-  public static final ScrKey<Boolean> DFS_CLIENT_READ_SHORTCIRCUIT =
+  public static final ConfigKey<Boolean> DFS_CLIENT_READ_SHORTCIRCUIT =
       stock(
           "dfs.client.read.shortcircuit",
           Boolean.class,
@@ -32,7 +33,7 @@ public final class ScrKeys {
               + " false keeps the stock local reader (and libhadoop) out of the way.");
 
   /** Stock DataNode socket path, {@code _PORT} resolved per DataNode. */
-  public static final ScrKey<String> DFS_DOMAIN_SOCKET_PATH =
+  public static final ConfigKey<String> DFS_DOMAIN_SOCKET_PATH =
       stock(
           "dfs.domain.socket.path",
           String.class,
@@ -41,7 +42,7 @@ public final class ScrKeys {
               + " port. Used when scr.client.socket.paths is not set.");
 
   /** Stock client socket timeout; caps scr's read timeout when that is not set. */
-  public static final ScrKey<Integer> DFS_CLIENT_SOCKET_TIMEOUT =
+  public static final ConfigKey<Integer> DFS_CLIENT_SOCKET_TIMEOUT =
       stock(
           "dfs.client.socket-timeout",
           Integer.class,
@@ -50,7 +51,7 @@ public final class ScrKeys {
               + " min(this, 5000) for domain-socket reads.");
 
   /** The DataNode's transfer address; its port resolves _PORT when listing is not possible. */
-  public static final ScrKey<String> DFS_DATANODE_ADDRESS =
+  public static final ConfigKey<String> DFS_DATANODE_ADDRESS =
       stock(
           "dfs.datanode.address",
           String.class,
@@ -59,7 +60,7 @@ public final class ScrKeys {
               + " path when the socket directory cannot be listed (one DataNode per host).");
 
   /** Stock client context name; scr shares one engine per context. */
-  public static final ScrKey<String> DFS_CLIENT_CONTEXT =
+  public static final ConfigKey<String> DFS_CLIENT_CONTEXT =
       stock(
           "dfs.client.context",
           String.class,
@@ -68,7 +69,7 @@ public final class ScrKeys {
               + " file systems of one context unless scr.client.context says otherwise.");
 
   /** Stock staleness of replicas opened without a shared-memory slot. */
-  public static final ScrKey<Long> DFS_REPLICA_STALE_THRESHOLD_MS =
+  public static final ConfigKey<Long> DFS_REPLICA_STALE_THRESHOLD_MS =
       stock(
           "dfs.client.read.short.circuit.replica.stale.threshold.ms",
           Long.class,
@@ -79,7 +80,7 @@ public final class ScrKeys {
   // ---- scr keys ----
 
   /** Engine sharing scope. */
-  public static final ScrKey<String> CLIENT_CONTEXT =
+  public static final ConfigKey<String> CLIENT_CONTEXT =
       scr(
           "scr.client.context",
           String.class,
@@ -88,7 +89,7 @@ public final class ScrKeys {
               + " with the same name share one cache, socket pool and slot pool.");
 
   /** Explicit socket list. */
-  public static final ScrKey<String> CLIENT_SOCKET_PATHS =
+  public static final ConfigKey<String> CLIENT_SOCKET_PATHS =
       scr(
           "scr.client.socket.paths",
           String.class,
@@ -97,7 +98,7 @@ public final class ScrKeys {
               + " resolved per DataNode). Unset: dfs.domain.socket.path.");
 
   /** Master switch. */
-  public static final ScrKey<Boolean> CLIENT_ENABLED =
+  public static final ConfigKey<Boolean> CLIENT_ENABLED =
       scr(
           "scr.client.enabled",
           Boolean.class,
@@ -105,7 +106,7 @@ public final class ScrKeys {
           "Master switch for the scr data plane. False: every read takes the stock path.");
 
   /** Use of the scr shim's protocol extensions (op 127) with DataNodes that offer them. */
-  public static final ScrKey<Boolean> EXTENSIONS_ENABLED =
+  public static final ConfigKey<Boolean> EXTENSIONS_ENABLED =
       scr(
           "scr.client.extensions.enabled",
           Boolean.class,
@@ -117,7 +118,7 @@ public final class ScrKeys {
               + " then spoken to with the stock ops only. False: never ask, stock ops only.");
 
   /** Connect timeout. */
-  public static final ScrKey<Integer> NET_CONNECT_TIMEOUT_MS =
+  public static final ConfigKey<Integer> NET_CONNECT_TIMEOUT_MS =
       scr(
           "scr.net.connect.timeout.ms",
           Integer.class,
@@ -125,7 +126,7 @@ public final class ScrKeys {
           "Timeout (ms) for connecting to a DataNode's UNIX socket.");
 
   /** Read/write timeout. */
-  public static final ScrKey<Integer> NET_READ_TIMEOUT_MS =
+  public static final ConfigKey<Integer> NET_READ_TIMEOUT_MS =
       scr(
           "scr.net.read.timeout.ms",
           Integer.class,
@@ -134,7 +135,7 @@ public final class ScrKeys {
               + " min(dfs.client.socket-timeout, 5000).");
 
   /** Idle connections kept per path. */
-  public static final ScrKey<Integer> NET_POOL_MAX_IDLE =
+  public static final ConfigKey<Integer> NET_POOL_MAX_IDLE =
       scr(
           "scr.net.pool.max.idle.per.path",
           Integer.class,
@@ -143,7 +144,7 @@ public final class ScrKeys {
               + " releases. Extra connections are closed on return.");
 
   /** Idle expiry of pooled connections. */
-  public static final ScrKey<Long> NET_POOL_IDLE_EXPIRY_MS =
+  public static final ConfigKey<Long> NET_POOL_IDLE_EXPIRY_MS =
       scr(
           "scr.net.pool.idle.expiry.ms",
           Long.class,
@@ -153,7 +154,7 @@ public final class ScrKeys {
               + " the DataNode closes its side.");
 
   /** Backoff after a connect failure. */
-  public static final ScrKey<Integer> BACKOFF_CONNECT_SECONDS =
+  public static final ConfigKey<Integer> BACKOFF_CONNECT_SECONDS =
       scr(
           "scr.backoff.connect.seconds",
           Integer.class,
@@ -163,7 +164,7 @@ public final class ScrKeys {
               + " scr.backoff.max.seconds.");
 
   /** Backoff after ERROR_UNSUPPORTED without version. */
-  public static final ScrKey<Integer> BACKOFF_UNSUPPORTED_SECONDS =
+  public static final ConfigKey<Integer> BACKOFF_UNSUPPORTED_SECONDS =
       scr(
           "scr.backoff.unsupported.seconds",
           Integer.class,
@@ -173,7 +174,7 @@ public final class ScrKeys {
               + " dfs.domain.socket.disable.interval.seconds (600).");
 
   /** Backoff after an I/O or protocol failure. */
-  public static final ScrKey<Integer> BACKOFF_IO_SECONDS =
+  public static final ConfigKey<Integer> BACKOFF_IO_SECONDS =
       scr(
           "scr.backoff.io.seconds",
           Integer.class,
@@ -182,7 +183,7 @@ public final class ScrKeys {
               + " connection (timeout, reset, malformed reply, missing fds).");
 
   /** Backoff of the shared-memory request. */
-  public static final ScrKey<Integer> BACKOFF_SHM_SECONDS =
+  public static final ConfigKey<Integer> BACKOFF_SHM_SECONDS =
       scr(
           "scr.backoff.shm.seconds",
           Integer.class,
@@ -191,7 +192,7 @@ public final class ScrKeys {
               + " DataNode refused or failed a shared-memory request.");
 
   /** Cap for exponential backoff. */
-  public static final ScrKey<Integer> BACKOFF_MAX_SECONDS =
+  public static final ConfigKey<Integer> BACKOFF_MAX_SECONDS =
       scr(
           "scr.backoff.max.seconds",
           Integer.class,
@@ -201,7 +202,7 @@ public final class ScrKeys {
   // ---- the local DataNode's health ----
 
   /** Health: the shortest deadline. */
-  public static final ScrKey<Long> HEALTH_DEADLINE_MIN_MS =
+  public static final ConfigKey<Long> HEALTH_DEADLINE_MIN_MS =
       scr(
           "scr.client.health.deadline.min.ms",
           Long.class,
@@ -218,7 +219,7 @@ public final class ScrKeys {
               + " DataNode sets the health keys.");
 
   /** Health: the longest deadline. */
-  public static final ScrKey<Long> HEALTH_DEADLINE_MAX_MS =
+  public static final ConfigKey<Long> HEALTH_DEADLINE_MAX_MS =
       scr(
           "scr.client.health.deadline.max.ms",
           Long.class,
@@ -228,7 +229,7 @@ public final class ScrKeys {
               + " the deadline (at most this) plus a stock read of another replica.");
 
   /** Health: the deadline as a multiple of the answer time. */
-  public static final ScrKey<Integer> HEALTH_DEADLINE_MULTIPLIER =
+  public static final ConfigKey<Integer> HEALTH_DEADLINE_MULTIPLIER =
       scr(
           "scr.client.health.deadline.multiplier",
           Integer.class,
@@ -238,7 +239,7 @@ public final class ScrKeys {
               + " minimum and maximum.");
 
   /** Health: how often a DataNode that is not healthy is probed. */
-  public static final ScrKey<Long> HEALTH_PROBE_INTERVAL_MS =
+  public static final ConfigKey<Long> HEALTH_PROBE_INTERVAL_MS =
       scr(
           "scr.client.health.probe.interval.ms",
           Long.class,
@@ -250,7 +251,7 @@ public final class ScrKeys {
               + " is healthy.");
 
   /** Cache capacity. */
-  public static final ScrKey<Integer> CACHE_CAPACITY =
+  public static final ConfigKey<Integer> CACHE_CAPACITY =
       scr(
           "scr.cache.capacity",
           Integer.class,
@@ -259,7 +260,7 @@ public final class ScrKeys {
               + " half of it minus 1024, two fds per replica.");
 
   /** Cache fd budget. */
-  public static final ScrKey<Long> CACHE_FD_BUDGET =
+  public static final ConfigKey<Long> CACHE_FD_BUDGET =
       scr(
           "scr.cache.fd.budget",
           Long.class,
@@ -272,7 +273,7 @@ public final class ScrKeys {
               + " at L. Without scr.cache.capacity the capacity is half the budget.");
 
   /** Cache idle expiry. */
-  public static final ScrKey<Long> CACHE_IDLE_EXPIRY_MS =
+  public static final ConfigKey<Long> CACHE_IDLE_EXPIRY_MS =
       scr(
           "scr.cache.idle.expiry.ms",
           Long.class,
@@ -280,7 +281,7 @@ public final class ScrKeys {
           "An open replica nobody has read for this long (ms) is closed.");
 
   /** No-slot staleness. */
-  public static final ScrKey<Long> REPLICA_STALE_THRESHOLD_MS =
+  public static final ConfigKey<Long> REPLICA_STALE_THRESHOLD_MS =
       scr(
           "scr.replica.stale.threshold.ms",
           Long.class,
@@ -290,7 +291,7 @@ public final class ScrKeys {
               + " else 300000. Replicas with a slot go stale when the DataNode clears the slot.");
 
   /** Open replicas keep reading while their DataNode process is away. */
-  public static final ScrKey<Boolean> REPLICA_OUTLIVE_DATANODE =
+  public static final ConfigKey<Boolean> REPLICA_OUTLIVE_DATANODE =
       scr(
           "scr.replica.outlive.datanode",
           Boolean.class,
@@ -303,7 +304,7 @@ public final class ScrKeys {
               + " DataNode's shared memory goes (see docs/reliability.md).");
 
   /** Shared memory switch. */
-  public static final ScrKey<Boolean> SHM_ENABLED =
+  public static final ConfigKey<Boolean> SHM_ENABLED =
       scr(
           "scr.shm.enabled",
           Boolean.class,
@@ -312,7 +313,7 @@ public final class ScrKeys {
               + " replica is deleted or moved, and allow checksum skipping for cached blocks.");
 
   /** Slot pool low watermark (key shared with scr-shm's {@code SlotPool}). */
-  public static final ScrKey<Integer> SLOT_POOL_LOW_WATERMARK =
+  public static final ConfigKey<Integer> SLOT_POOL_LOW_WATERMARK =
       scr(
           "scr.client.slot-pool.low-watermark",
           Integer.class,
@@ -321,7 +322,7 @@ public final class ScrKeys {
               + " requested in the background.");
 
   /** Slot pool wait (key shared with scr-shm's {@code SlotPool}). */
-  public static final ScrKey<Long> SLOT_POOL_MAX_ALLOCATION_WAIT_MS =
+  public static final ConfigKey<Long> SLOT_POOL_MAX_ALLOCATION_WAIT_MS =
       scr(
           "scr.client.slot-pool.max-allocation-wait",
           Long.class,
@@ -330,7 +331,7 @@ public final class ScrKeys {
               + " goes on without one (time-based staleness for that replica).");
 
   /** Per-thread scratch size. */
-  public static final ScrKey<Integer> READ_SCRATCH_BYTES =
+  public static final ConfigKey<Integer> READ_SCRATCH_BYTES =
       scr(
           "scr.read.scratch.bytes",
           Integer.class,
@@ -339,7 +340,7 @@ public final class ScrKeys {
               + " end on checksum-chunk boundaries. Larger unaligned reads are served in pieces.");
 
   /** Metrics2 source switch. */
-  public static final ScrKey<Boolean> METRICS_ENABLED =
+  public static final ConfigKey<Boolean> METRICS_ENABLED =
       scr(
           "scr.metrics.enabled",
           Boolean.class,
@@ -348,7 +349,7 @@ public final class ScrKeys {
               + " Hadoop:service=<prefix>,name=ScrClient-<context>). See docs/metrics.md.");
 
   /** Summary line interval. */
-  public static final ScrKey<Integer> METRICS_SUMMARY_INTERVAL_SECONDS =
+  public static final ConfigKey<Integer> METRICS_SUMMARY_INTERVAL_SECONDS =
       scr(
           "scr.metrics.summary.interval.seconds",
           Integer.class,
@@ -360,7 +361,7 @@ public final class ScrKeys {
   // -------------------------------------------------- zero-copy reads
 
   /** Zero-copy mapping budget: count. */
-  public static final ScrKey<Integer> ZERO_COPY_MAX_MAPPINGS =
+  public static final ConfigKey<Integer> ZERO_COPY_MAX_MAPPINGS =
       scr(
           "scr.client.zero-copy.max-mappings",
           Integer.class,
@@ -372,7 +373,7 @@ public final class ScrKeys {
               + " mapping off. Stock's dfs.client.mmap.enabled=false turns it off too.");
 
   /** Zero-copy mapping budget: bytes. */
-  public static final ScrKey<Long> ZERO_COPY_MAX_MAPPED_BYTES =
+  public static final ConfigKey<Long> ZERO_COPY_MAX_MAPPED_BYTES =
       scr(
           "scr.client.zero-copy.max-mapped-bytes",
           Long.class,
@@ -384,7 +385,7 @@ public final class ScrKeys {
   // ---- prefetch on open ----
 
   /** Prefetch on open: blocks per file. */
-  public static final ScrKey<Integer> PREFETCH_MAX_BLOCKS =
+  public static final ConfigKey<Integer> PREFETCH_MAX_BLOCKS =
       scr(
           "scr.client.prefetch.max-blocks",
           Integer.class,
@@ -402,7 +403,7 @@ public final class ScrKeys {
               + " prefetch off.");
 
   /** Prefetch on open: threads per engine. */
-  public static final ScrKey<Integer> PREFETCH_THREADS =
+  public static final ConfigKey<Integer> PREFETCH_THREADS =
       scr(
           "scr.client.prefetch.threads",
           Integer.class,
@@ -412,7 +413,7 @@ public final class ScrKeys {
               + " stopped after 30 s idle. Several threads keep several op-87 exchanges in flight.");
 
   /** Prefetch on open: queue bound per engine. */
-  public static final ScrKey<Integer> PREFETCH_QUEUE_SIZE =
+  public static final ConfigKey<Integer> PREFETCH_QUEUE_SIZE =
       scr(
           "scr.client.prefetch.queue-size",
           Integer.class,
@@ -424,7 +425,7 @@ public final class ScrKeys {
   // ---- mapped reads: a pread that makes no syscall ----
 
   /** Mapped reads: the switch. */
-  public static final ScrKey<Boolean> READ_MAPPED_ENABLED =
+  public static final ConfigKey<Boolean> READ_MAPPED_ENABLED =
       scr(
           "scr.client.read.mapped.enabled",
           Boolean.class,
@@ -440,7 +441,7 @@ public final class ScrKeys {
               + " (HBase HFiles, Parquet/ORC scans). See docs/operations.md.");
 
   /** Mapped reads: the hotness rule. */
-  public static final ScrKey<Integer> READ_MAPPED_MIN_READS =
+  public static final ConfigKey<Integer> READ_MAPPED_MIN_READS =
       scr(
           "scr.client.read.mapped.min-reads",
           Integer.class,
@@ -451,7 +452,7 @@ public final class ScrKeys {
               + " least 1.");
 
   /** Mapped reads: mapping budget, count. */
-  public static final ScrKey<Integer> READ_MAPPED_MAX_MAPPINGS =
+  public static final ConfigKey<Integer> READ_MAPPED_MAX_MAPPINGS =
       scr(
           "scr.client.read.mapped.max-mappings",
           Integer.class,
@@ -462,7 +463,7 @@ public final class ScrKeys {
               + " pread, counted in MappedReadFallbacks and logged once.");
 
   /** Mapped reads: mapping budget, bytes. */
-  public static final ScrKey<Long> READ_MAPPED_MAX_MAPPED_BYTES =
+  public static final ConfigKey<Long> READ_MAPPED_MAX_MAPPED_BYTES =
       scr(
           "scr.client.read.mapped.max-mapped-bytes",
           Long.class,
@@ -472,18 +473,20 @@ public final class ScrKeys {
               + " a hot replica is read by pread, counted in MappedReadFallbacks.");
 
   /** All keys, stock ones first, in catalogue order. */
-  public static List<ScrKey<?>> all() {
+  public static List<ConfigKey<?>> all() {
     return Collections.unmodifiableList(ALL);
   }
 
-  private static <T> ScrKey<T> stock(String name, Class<T> type, T def, String description) {
-    ScrKey<T> key = new ScrKey<>(name, type, def, description, "0.1", true);
+  private static <T> ConfigKey<T> stock(String name, Class<T> type, T def, String description) {
+    ConfigKey<T> key =
+        ConfigKey.newBuilder(name, type).defaultValue(def).description(description).stock().build();
     ALL.add(key);
     return key;
   }
 
-  private static <T> ScrKey<T> scr(String name, Class<T> type, T def, String description) {
-    ScrKey<T> key = new ScrKey<>(name, type, def, description, "0.1", false);
+  private static <T> ConfigKey<T> scr(String name, Class<T> type, T def, String description) {
+    ConfigKey<T> key =
+        ConfigKey.newBuilder(name, type).defaultValue(def).description(description).build();
     ALL.add(key);
     return key;
   }
@@ -496,11 +499,11 @@ public final class ScrKeys {
    * when that is not positive.
    */
   public static int netReadTimeoutMs(org.apache.hadoop.conf.Configuration conf) {
-    Integer set = NET_READ_TIMEOUT_MS.get(conf);
+    Integer set = NET_READ_TIMEOUT_MS.get(conf::get);
     if (set != null) {
       return set;
     }
-    int derived = Math.min(DFS_CLIENT_SOCKET_TIMEOUT.get(conf), 5000);
+    int derived = Math.min(DFS_CLIENT_SOCKET_TIMEOUT.get(conf::get), 5000);
     return derived > 0 ? derived : 5000;
   }
 
@@ -510,12 +513,12 @@ public final class ScrKeys {
    * when set, else 300000.
    */
   public static long replicaStaleThresholdMs(org.apache.hadoop.conf.Configuration conf) {
-    Long set = REPLICA_STALE_THRESHOLD_MS.get(conf);
+    Long set = REPLICA_STALE_THRESHOLD_MS.get(conf::get);
     if (set != null) {
       return set;
     }
-    return DFS_REPLICA_STALE_THRESHOLD_MS.isSet(conf)
-        ? DFS_REPLICA_STALE_THRESHOLD_MS.get(conf)
+    return DFS_REPLICA_STALE_THRESHOLD_MS.isSet(conf::get)
+        ? DFS_REPLICA_STALE_THRESHOLD_MS.get(conf::get)
         : 300000L;
   }
 }

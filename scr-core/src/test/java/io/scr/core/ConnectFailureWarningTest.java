@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.scr.testing.LogCapture;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,7 +58,7 @@ class ConnectFailureWarningTest {
   @Test
   void aMissingSocketIsOneWarningPerStreakNamingTheSocketPathKey() throws IOException {
     String socket = dir.resolve("dn_socket").toString();
-    try (WarnCapture warnings = WarnCapture.start();
+    try (LogCapture warnings = LogCapture.scrWarnings();
         ScrClient scr = engine(socket, "connect-missing")) {
       assertNull(lease(scr, 1), "no DataNode: the read falls back");
       List<String> lines = warnings.matching("fall back to TCP");
@@ -96,7 +97,7 @@ class ConnectFailureWarningTest {
     Files.createFile(sockets.resolve("dn_socket"));
     Files.setPosixFilePermissions(sockets, PosixFilePermissions.fromString("---------"));
     String socket = sockets.resolve("dn_socket").toString();
-    try (WarnCapture warnings = WarnCapture.start();
+    try (LogCapture warnings = LogCapture.scrWarnings();
         ScrClient scr = engine(socket, "connect-denied")) {
       assertNull(lease(scr, 1));
       List<String> lines = warnings.matching("fall back to TCP");

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.scr.testing.LogCapture;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
@@ -26,7 +27,7 @@ class SharedContextSettingsTest {
 
   @Test
   void aSecondConfigurationWithOtherSettingsSharesTheEngineAndIsToldOnce() {
-    try (WarnCapture warns = WarnCapture.start();
+    try (LogCapture warns = LogCapture.scrWarnings();
         ScrClient first = ScrClient.acquire(conf("/run/dn-a/_PORT.sock"));
         ScrClient same = ScrClient.acquire(conf("/run/dn-a/_PORT.sock"))) {
       assertSame(first, same);

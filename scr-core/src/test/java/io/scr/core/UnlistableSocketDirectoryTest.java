@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.cache.Ticker;
+import io.scr.testing.LogCapture;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -46,7 +47,7 @@ class UnlistableSocketDirectoryTest {
     String template = dir.resolve("dn_socket._PORT").toString();
     Configuration c = conf(template);
     c.set("dfs.datanode.address", "0.0.0.0:50010");
-    try (WarnCapture warnings = WarnCapture.start();
+    try (LogCapture warnings = LogCapture.scrWarnings();
         // The listing fails as it does for a non-root client at 0711 (root lists any directory).
         ScrClient scr = new ScrClient(c, "unlistable-seam", Ticker.systemTicker(), d -> null)) {
       assertEquals(
@@ -80,7 +81,7 @@ class UnlistableSocketDirectoryTest {
   void anEphemeralTransferPortCannotBeGuessedAndTheWarningSaysReadsFallBack() {
     Configuration c = conf(dir.resolve("dn._PORT.sock").toString());
     c.set("dfs.datanode.address", "127.0.0.1:0");
-    try (WarnCapture warnings = WarnCapture.start();
+    try (LogCapture warnings = LogCapture.scrWarnings();
         ScrClient scr =
             new ScrClient(c, "unlistable-ephemeral", Ticker.systemTicker(), d -> null)) {
       assertEquals(Collections.emptyList(), scr.localSocketPaths());
@@ -95,7 +96,7 @@ class UnlistableSocketDirectoryTest {
     Files.createFile(dir.resolve("dn_socket.1234"));
     Files.createFile(dir.resolve("dn_socket.5678"));
     Configuration c = conf(dir.resolve("dn_socket._PORT").toString());
-    try (WarnCapture warnings = WarnCapture.start();
+    try (LogCapture warnings = LogCapture.scrWarnings();
         ScrClient scr = new ScrClient(c, "listable", Ticker.systemTicker())) {
       List<String> paths = scr.localSocketPaths();
       Collections.sort(paths);
@@ -133,7 +134,7 @@ class UnlistableSocketDirectoryTest {
   @Test
   void aTemplateThatMatchesNoSocketIsOneWarningNamingTheStockDataNodeSwitch() {
     String template = dir.resolve("dn_socket._PORT").toString();
-    try (WarnCapture warnings = WarnCapture.start();
+    try (LogCapture warnings = LogCapture.scrWarnings();
         ScrClient scr = new ScrClient(conf(template), "no-socket", Ticker.systemTicker())) {
       for (int i = 0; i < 3; i++) {
         assertEquals(List.of(), scr.localSocketPaths());
@@ -150,7 +151,7 @@ class UnlistableSocketDirectoryTest {
   @Test
   void aMissingDirectoryIsNoSocketNotAnUnlistableDirectory() {
     String template = dir.resolve("absent/dn_socket._PORT").toString();
-    try (WarnCapture warnings = WarnCapture.start();
+    try (LogCapture warnings = LogCapture.scrWarnings();
         ScrClient scr = new ScrClient(conf(template), "no-dir", Ticker.systemTicker())) {
       assertEquals(List.of(), scr.localSocketPaths());
       assertEquals(1, warnings.matching("does not exist").size(), warnings.all().toString());

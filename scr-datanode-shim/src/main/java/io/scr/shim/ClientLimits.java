@@ -1,6 +1,7 @@
 package io.scr.shim;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.scr.config.ConfigKey;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -60,16 +61,16 @@ final class ClientLimits {
         "");
 
     final String what;
-    final ScrShimKeys.Key clientKey;
+    final ConfigKey<Integer> clientKey;
     final String clientAdvice;
-    final ScrShimKeys.Key uidKey;
+    final ConfigKey<Integer> uidKey;
     final String uidAdvice;
 
     Resource(
         String what,
-        ScrShimKeys.Key clientKey,
+        ConfigKey<Integer> clientKey,
         String clientAdvice,
-        ScrShimKeys.Key uidKey,
+        ConfigKey<Integer> uidKey,
         String uidAdvice) {
       this.what = what;
       this.clientKey = clientKey;
@@ -357,7 +358,7 @@ final class ClientLimits {
     }
   }
 
-  private static String over(String who, int held, Resource r, ScrShimKeys.Key key, int limit) {
+  private static String over(String who, int held, Resource r, ConfigKey<Integer> key, int limit) {
     return who
         + " already holds "
         + held

@@ -1,9 +1,9 @@
 package io.scr.shim;
 
+import io.scr.config.ConfigKey;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Objects;
 
 /**
  * The catalogue of every configuration key the shim reads, with its type, default and meaning. The
@@ -13,27 +13,27 @@ import java.util.Objects;
  * plugin starts. Immutable and thread-safe.
  */
 public final class ScrShimKeys {
-  private static final List<Key> ALL = new ArrayList<>();
+  private static final List<ConfigKey<?>> ALL = new ArrayList<>();
 
   /**
    * UNIX socket the shim listens on; {@code _PORT} is replaced by the DataNode's transfer port, as
    * stock {@code dfs.domain.socket.path} does. Required: without it the plugin logs why and serves
    * nothing.
    */
-  public static final Key SOCKET_PATH =
+  public static final ConfigKey<String> SOCKET_PATH =
       define(
           "scr.shim.socket.path",
-          Type.STRING,
+          String.class,
           "",
           "UNIX socket path the shim serves short-circuit requests on; _PORT becomes the DataNode"
               + " transfer port. Point stock clients' dfs.domain.socket.path at it.");
 
   /** listen(2) backlog. Stock hard-codes 128; connect() stalls ~3 s when the queue overflows. */
-  public static final Key SOCKET_BACKLOG =
+  public static final ConfigKey<Integer> SOCKET_BACKLOG =
       define(
           "scr.shim.socket.backlog",
-          Type.INT,
-          "1024",
+          Integer.class,
+          1024,
           "listen(2) backlog of the shim socket (stock DataNodes hard-code 128; overflow costs"
               + " clients a 3-second connect retry). The kernel caps it at net.core.somaxconn.");
 
@@ -42,11 +42,11 @@ public final class ScrShimKeys {
    * directories tests run in. Never set it on a real DataNode: anyone who can write a parent
    * directory can replace the socket and impersonate the DataNode.
    */
-  public static final Key SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY =
+  public static final ConfigKey<Boolean> SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY =
       define(
           "scr.shim.socket.path.validation.skip.test-only",
-          Type.BOOLEAN,
-          "false",
+          Boolean.class,
+          false,
           "TEST ONLY: skip the socket path security check (temporary directories are"
               + " world-writable). Never set on a real DataNode.");
 
@@ -56,25 +56,25 @@ public final class ScrShimKeys {
    * included, are still checked. Lets test clusters put sockets below world-writable {@code /tmp}
    * while the check runs. Refused on a secure (Kerberos) DataNode.
    */
-  public static final Key SOCKET_PATH_TRUSTED_DIR_TEST_ONLY =
+  public static final ConfigKey<String> SOCKET_PATH_TRUSTED_DIR_TEST_ONLY =
       define(
           "scr.shim.socket.path.trusted.dir.test-only",
-          Type.STRING,
+          String.class,
           "",
           "TEST ONLY: a directory that, with its ancestors, the socket path check does not judge"
               + " (the directories below it are checked). Refused on a Kerberos DataNode; shown by"
               + " the SocketPathCheckSkipped metric. Never set on a real DataNode.");
 
   /** Netty event-loop threads serving connections. */
-  public static final Key IO_THREADS =
-      define("scr.shim.io.threads", Type.INT, "2", "Netty epoll event-loop threads.");
+  public static final ConfigKey<Integer> IO_THREADS =
+      define("scr.shim.io.threads", Integer.class, 2, "Netty epoll event-loop threads.");
 
   /** Threads that open replica files and check tokens, off the event loop. */
-  public static final Key WORKER_THREADS =
+  public static final ConfigKey<Integer> WORKER_THREADS =
       define(
           "scr.shim.worker.threads",
-          Type.INT,
-          "4",
+          Integer.class,
+          4,
           "Threads that serve batched releases and extensions, shared-memory requests when"
               + " segments are files in the fallback directory (memfd segments and single slot"
               + " releases are served on the event loops: memory only), and fd requests while"
@@ -85,11 +85,11 @@ public final class ScrShimKeys {
    * two thread wake-ups per request as a stock DataXceiver; a slow one moves them to the workers
    * for a while ({@link FdRequestRouting}).
    */
-  public static final Key FD_REQUESTS_ON_EVENT_LOOP =
+  public static final ConfigKey<Boolean> FD_REQUESTS_ON_EVENT_LOOP =
       define(
           "scr.shim.fd.requests.on.event.loop",
-          Type.BOOLEAN,
-          "true",
+          Boolean.class,
+          true,
           "Open replica files for REQUEST_SHORT_CIRCUIT_FDS (op 87) on the event loop that decoded"
               + " the request rather than on a worker: two thread wake-ups per request instead of"
               + " four (a replica's first read measured 0.53-0.66x stock's median served here in"
@@ -101,11 +101,11 @@ public final class ScrShimKeys {
               + " workers.");
 
   /** An fd request on an event loop slower than this, on the disk, moves them to the workers. */
-  public static final Key FD_REQUESTS_LOOP_MAX_MS =
+  public static final ConfigKey<Long> FD_REQUESTS_LOOP_MAX_MS =
       define(
           "scr.shim.fd.requests.loop.max.ms",
-          Type.LONG,
-          "5",
+          Long.class,
+          5L,
           "An fd request that takes longer than this on an event loop (files opened and answer"
               + " built; tens of microseconds are usual) because the loop thread read from storage"
               + " (a directory or meta file not in the kernel's caches; told from the thread's"
@@ -117,208 +117,208 @@ public final class ScrShimKeys {
               + " wait as long): fd_requests_slow_kept_on_loop.");
 
   /** How long fd requests stay on the workers after a slow one on an event loop. */
-  public static final Key FD_REQUESTS_LOOP_BACKOFF_MS =
+  public static final ConfigKey<Long> FD_REQUESTS_LOOP_BACKOFF_MS =
       define(
           "scr.shim.fd.requests.loop.backoff.ms",
-          Type.LONG,
-          "30000",
+          Long.class,
+          30000L,
           "How long fd requests are served by the worker threads after one took longer than"
               + " scr.shim.fd.requests.loop.max.ms on an event loop; then they return to the event"
               + " loops.");
 
   /** Requests waiting for a worker beyond this are refused with ERROR and the connection closed. */
-  public static final Key WORKER_QUEUE =
+  public static final ConfigKey<Integer> WORKER_QUEUE =
       define(
           "scr.shim.worker.queue",
-          Type.INT,
-          "4096",
+          Integer.class,
+          4096,
           "Requests queued for workers before new ones are refused (ERROR, connection closed).");
 
   /** Largest request body accepted; larger length prefixes close the connection. */
-  public static final Key MAX_REQUEST_BYTES =
+  public static final ConfigKey<Integer> MAX_REQUEST_BYTES =
       define(
           "scr.shim.max.request.bytes",
-          Type.INT,
-          "65536",
+          Integer.class,
+          65536,
           "Largest protobuf request body accepted; a larger length prefix closes the connection."
               + " A connection that sends more than twice this while its request is served is"
               + " closed too (a client sending without reading its replies).");
 
   /** How long to wait for the client's receipt byte after passing fds. */
-  public static final Key RECEIPT_TIMEOUT_MS =
+  public static final ConfigKey<Long> RECEIPT_TIMEOUT_MS =
       define(
           "scr.shim.receipt.timeout.ms",
-          Type.LONG,
-          "60000",
+          Long.class,
+          60000L,
           "How long the shim waits for the receipt byte after passing fds (stock waits"
               + " dfs.client.socket-timeout); on timeout or EOF the slot is unregistered.");
 
   /** A reply the client does not read within this long closes its connection. */
-  public static final Key WRITE_TIMEOUT_MS =
+  public static final ConfigKey<Long> WRITE_TIMEOUT_MS =
       define(
           "scr.shim.write.timeout.ms",
-          Type.LONG,
-          "10000",
+          Long.class,
+          10000L,
           "How long a reply (its bytes, then its fds) may wait for a client that does not read"
               + " its socket; then the connection is closed and the reply's fds and slots are"
               + " released (stock bounds the same with dfs.datanode.socket.write.timeout). A"
               + " reply is small, so a reading client never comes near it.");
 
   /** A connection with no request in flight is closed after this long (not shm connections). */
-  public static final Key IDLE_TIMEOUT_MS =
+  public static final ConfigKey<Long> IDLE_TIMEOUT_MS =
       define(
           "scr.shim.connection.idle.timeout.ms",
-          Type.LONG,
-          "60000",
+          Long.class,
+          60000L,
           "Closes a request connection that sends nothing for this long; shared-memory"
               + " connections live as long as the client keeps them.");
 
   /** Connections one client process (by peer pid) may hold open at once. */
-  public static final Key CLIENT_MAX_CONNECTIONS =
+  public static final ConfigKey<Integer> CLIENT_MAX_CONNECTIONS =
       define(
           "scr.shim.client.max.connections",
-          Type.INT,
-          "1024",
+          Integer.class,
+          1024,
           "Open connections one client process (SO_PEERCRED pid) may hold; more are answered"
               + " ERROR and closed.");
 
   /** Shared-memory segments one client process may hold. */
-  public static final Key CLIENT_MAX_SEGMENTS =
+  public static final ConfigKey<Integer> CLIENT_MAX_SEGMENTS =
       define(
           "scr.shim.client.max.segments",
-          Type.INT,
-          "256",
+          Integer.class,
+          256,
           "Shared-memory segments (8 KiB, 128 slots each) one client process may hold; more are"
               + " answered ERROR_UNSUPPORTED so stock clients stop asking.");
 
   /** Registered slots one client process may hold. */
-  public static final Key CLIENT_MAX_SLOTS =
+  public static final ConfigKey<Integer> CLIENT_MAX_SLOTS =
       define(
           "scr.shim.client.max.slots",
-          Type.INT,
-          "16384",
+          Integer.class,
+          16384,
           "Registered slots one client process may hold; more are answered ERROR.");
 
   /** Open connections of all processes of one uid together. */
-  public static final Key UID_MAX_CONNECTIONS =
+  public static final ConfigKey<Integer> UID_MAX_CONNECTIONS =
       define(
           "scr.shim.uid.max.connections",
-          Type.INT,
-          "2048",
+          Integer.class,
+          2048,
           "Open connections all client processes of one user (SO_PEERCRED uid) may hold together,"
               + " so a client that forks does not get fresh quotas; more are answered ERROR and"
               + " closed.");
 
   /** Shared-memory segments of all processes of one uid together. */
-  public static final Key UID_MAX_SEGMENTS =
+  public static final ConfigKey<Integer> UID_MAX_SEGMENTS =
       define(
           "scr.shim.uid.max.segments",
-          Type.INT,
-          "1024",
+          Integer.class,
+          1024,
           "Shared-memory segments all client processes of one user may hold together; more are"
               + " answered ERROR_UNSUPPORTED.");
 
   /** Registered slots of all processes of one uid together. */
-  public static final Key UID_MAX_SLOTS =
+  public static final ConfigKey<Integer> UID_MAX_SLOTS =
       define(
           "scr.shim.uid.max.slots",
-          Type.INT,
-          "65536",
+          Integer.class,
+          65536,
           "Registered slots all client processes of one user may hold together; more are"
               + " answered ERROR.");
 
   /** Open connections to the shim in total, refused at accept. */
-  public static final Key MAX_CONNECTIONS =
+  public static final ConfigKey<Integer> MAX_CONNECTIONS =
       define(
           "scr.shim.max.connections",
-          Type.INT,
-          "4096",
+          Integer.class,
+          4096,
           "Open connections to the shim from all clients together; more are closed as soon as"
               + " they are accepted (stock: dfs.datanode.max.transfer.threads, also 4096).");
 
   /** Fds opened for one client's replies and not yet handed over. */
-  public static final Key CLIENT_MAX_PENDING_FDS =
+  public static final ConfigKey<Integer> CLIENT_MAX_PENDING_FDS =
       define(
           "scr.shim.client.max.pending.fds",
-          Type.INT,
-          "512",
+          Integer.class,
+          512,
           "Replica fds opened for one client process's replies and not yet handed over (a client"
               + " that does not read its socket holds them until scr.shim.write.timeout.ms); an fd"
               + " request beyond it is answered ERROR, so the client reads that block the stock"
               + " way.");
 
   /** Fds opened for the replies of all processes of one uid and not yet handed over. */
-  public static final Key UID_MAX_PENDING_FDS =
+  public static final ConfigKey<Integer> UID_MAX_PENDING_FDS =
       define(
           "scr.shim.uid.max.pending.fds",
-          Type.INT,
-          "2048",
+          Integer.class,
+          2048,
           "As scr.shim.client.max.pending.fds, for all client processes of one user together.");
 
   /** Fds opened for replies and not yet handed over, shim-wide. */
-  public static final Key MAX_PENDING_FDS =
+  public static final ConfigKey<Integer> MAX_PENDING_FDS =
       define(
           "scr.shim.max.pending.fds",
-          Type.INT,
-          "8192",
+          Integer.class,
+          8192,
           "Replica fds opened for replies and not yet handed over, all clients together (stock"
               + " holds at most 2 per transfer thread: 8192 at 4096 threads); keeps clients that"
               + " do not read from exhausting the DataNode's fd limit.");
 
   /** Reply bytes queued for one client and not yet written to its socket. */
-  public static final Key CLIENT_MAX_PENDING_REPLY_BYTES =
+  public static final ConfigKey<Long> CLIENT_MAX_PENDING_REPLY_BYTES =
       define(
           "scr.shim.client.max.pending.reply.bytes",
-          Type.LONG,
-          "1048576",
+          Long.class,
+          1048576L,
           "Reply bytes queued for one client process and not yet written to its sockets; a"
               + " connection whose reply would go beyond it is closed (its fds and slots"
               + " released). One reply per connection is always allowed.");
 
   /** How long a request may take to arrive once its first byte did. */
-  public static final Key REQUEST_TIMEOUT_MS =
+  public static final ConfigKey<Long> REQUEST_TIMEOUT_MS =
       define(
           "scr.shim.request.timeout.ms",
-          Type.LONG,
-          "10000",
+          Long.class,
+          10000L,
           "How long a request may take to arrive in full once its first byte did, and how long a"
               + " connection refused by a per-client or per-user limit may take to send the"
               + " request that gets the refusal; then the connection is closed. A real request is"
               + " one write of at most a few KiB, so only a client dribbling bytes comes near it.");
 
   /** How often the invalidator polls the replica map for registered blocks. */
-  public static final Key INVALIDATION_INTERVAL_MS =
+  public static final ConfigKey<Long> INVALIDATION_INTERVAL_MS =
       define(
           "scr.shim.invalidation.interval.ms",
-          Type.LONG,
-          "200",
+          Long.class,
+          200L,
           "How often registered replicas are checked against the DataNode's replica map; a"
               + " deleted, moved or re-stamped replica loses VALID within one interval plus one"
               + " scan.");
 
   /** Whether segments use memfd_create (sealed) when the kernel supports it. */
-  public static final Key SHM_USE_MEMFD =
+  public static final ConfigKey<Boolean> SHM_USE_MEMFD =
       define(
           "scr.shim.shm.memfd",
-          Type.BOOLEAN,
-          "true",
+          Boolean.class,
+          true,
           "Create segments with memfd_create (sealed against shrinking) when available; false"
               + " forces deleted files in scr.shim.shm.dir.");
 
   /** Directory for deleted-file segments when memfd is off or unavailable. */
-  public static final Key SHM_DIR =
+  public static final ConfigKey<String> SHM_DIR =
       define(
           "scr.shim.shm.dir",
-          Type.STRING,
+          String.class,
           "/dev/shm",
           "tmpfs directory for deleted-file segments when memfd is unavailable or disabled.");
 
   /** Whether the scr extensions (batched fd requests and releases) are offered. */
-  public static final Key EXTENSIONS_ENABLED =
+  public static final ConfigKey<Boolean> EXTENSIONS_ENABLED =
       define(
           "scr.shim.extensions.enabled",
-          Type.BOOLEAN,
-          "true",
+          Boolean.class,
+          true,
           "Offer the scr protocol extensions (batched fd requests and releases) to clients that"
               + " ask for them with op 127; stock clients never ask and never see them.");
 
@@ -333,60 +333,19 @@ public final class ScrShimKeys {
 
   private ScrShimKeys() {}
 
-  private static Key define(String name, Type type, String defaultValue, String description) {
-    Key key = new Key(name, type, defaultValue, description);
+  private static <T> ConfigKey<T> define(
+      String name, Class<T> type, T defaultValue, String description) {
+    ConfigKey<T> key =
+        ConfigKey.newBuilder(name, type)
+            .defaultValue(defaultValue)
+            .description(description)
+            .build();
     ALL.add(key);
     return key;
   }
 
   /** Every key, in catalogue order. */
-  public static List<Key> all() {
+  public static List<ConfigKey<?>> all() {
     return Collections.unmodifiableList(ALL);
-  }
-
-  /** Value types of keys. */
-  public enum Type {
-    STRING,
-    INT,
-    LONG,
-    BOOLEAN
-  }
-
-  /** One configuration key: name, type, default and description. Immutable. */
-  public static final class Key {
-    private final String name;
-    private final Type type;
-    private final String defaultValue;
-    private final String description;
-
-    Key(String name, Type type, String defaultValue, String description) {
-      this.name = Objects.requireNonNull(name);
-      this.type = Objects.requireNonNull(type);
-      this.defaultValue = Objects.requireNonNull(defaultValue);
-      this.description = Objects.requireNonNull(description);
-    }
-
-    /** The key as written in hdfs-site.xml. */
-    public String name() {
-      return name;
-    }
-
-    public Type type() {
-      return type;
-    }
-
-    /** The default, as it would be written in hdfs-site.xml. */
-    public String defaultValue() {
-      return defaultValue;
-    }
-
-    public String description() {
-      return description;
-    }
-
-    @Override
-    public String toString() {
-      return name;
-    }
   }
 }

@@ -1,5 +1,6 @@
 package io.scr.shim;
 
+import io.scr.config.ConfigKey;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import org.apache.hadoop.conf.Configuration;
@@ -83,37 +84,40 @@ final class ShimConfig {
     return new ShimConfig(conf);
   }
 
-  private static String string(Configuration c, ScrShimKeys.Key key) {
-    return c.getTrimmed(key.name(), key.defaultValue());
+  private static String string(Configuration c, ConfigKey<String> key) {
+    return key.get(c::get);
   }
 
-  private static boolean bool(Configuration c, ScrShimKeys.Key key) {
-    String v = string(c, key);
-    if (!"true".equalsIgnoreCase(v) && !"false".equalsIgnoreCase(v)) {
-      throw new IllegalArgumentException(key.name() + " must be true or false, got '" + v + "'");
-    }
-    return Boolean.parseBoolean(v);
+  private static boolean bool(Configuration c, ConfigKey<Boolean> key) {
+    return nonEmpty(c, key);
   }
 
-  private static int positiveInt(Configuration c, ScrShimKeys.Key key) {
-    long v = positiveLong(c, key);
-    if (v > Integer.MAX_VALUE) {
-      throw new IllegalArgumentException(key.name() + " is too large: " + v);
+  private static int positiveInt(Configuration c, ConfigKey<Integer> key) {
+    int v = nonEmpty(c, key);
+    if (v <= 0) {
+      throw new IllegalArgumentException(key.name() + " must be positive, got " + v);
     }
-    return (int) v;
+    return v;
   }
 
-  private static long positiveLong(Configuration c, ScrShimKeys.Key key) {
-    String v = string(c, key);
-    long parsed;
-    try {
-      parsed = Long.parseLong(v);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(key.name() + " must be a number, got '" + v + "'", e);
+  private static long positiveLong(Configuration c, ConfigKey<Long> key) {
+    long v = nonEmpty(c, key);
+    if (v <= 0) {
+      throw new IllegalArgumentException(key.name() + " must be positive, got " + v);
     }
-    if (parsed <= 0) {
-      throw new IllegalArgumentException(key.name() + " must be positive, got " + parsed);
+    return v;
+  }
+
+  /**
+   * The key's value; a number or switch set to nothing is refused rather than read as its default,
+   * so a DataNode never starts on a value its operator did not mean.
+   */
+  private static <T> T nonEmpty(Configuration c, ConfigKey<T> key) {
+    String raw = c.getTrimmed(key.name());
+    if (raw != null && raw.isEmpty()) {
+      throw new IllegalArgumentException(
+          key.name() + " is set to nothing: give it a " + key.type().getSimpleName());
     }
-    return parsed;
+    return key.get(c::get);
   }
 }

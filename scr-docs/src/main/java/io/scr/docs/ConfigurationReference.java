@@ -1,6 +1,6 @@
 package io.scr.docs;
 
-import io.scr.core.ScrKey;
+import io.scr.config.ConfigKey;
 import io.scr.core.ScrKeys;
 import io.scr.shim.ScrShimKeys;
 import java.io.IOException;
@@ -9,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * Renders {@code docs/configuration.md} from the key catalogues, so the documented name, type and
@@ -51,46 +50,37 @@ public final class ConfigurationReference {
             "Durations are milliseconds unless the key name says otherwise. *(unset)* means the")
         .append(" key has no default value; the description says what happens then.\n\n");
 
-    List<ScrKey<?>> client = ScrKeys.all();
+    List<ConfigKey<?>> client = ScrKeys.all();
     md.append("## Client: stock HDFS keys scr honours\n\n");
     header(md);
-    for (ScrKey<?> k : client) {
+    for (ConfigKey<?> k : client) {
       if (k.isStock()) {
-        row(md, k.name(), k.type().getSimpleName(), k.defaultValue(), k.description());
+        row(md, k);
       }
     }
     md.append("\n## Client: scr keys (`io.scr.core.ScrKeys`)\n\n");
     header(md);
-    for (ScrKey<?> k : client) {
+    for (ConfigKey<?> k : client) {
       if (!k.isStock()) {
-        row(md, k.name(), k.type().getSimpleName(), k.defaultValue(), k.description());
+        row(md, k);
       }
     }
     md.append("\n## DataNode shim keys (`io.scr.shim.ScrShimKeys`)\n\n");
     md.append("Read once, when the DataNode starts the plugin (`dfs.datanode.plugins =")
         .append(" io.scr.shim.ScrShimPlugin`).\n\n");
     header(md);
-    for (ScrShimKeys.Key k : ScrShimKeys.all()) {
-      row(md, k.name(), shimType(k.type()), k.defaultValue(), k.description());
+    for (ConfigKey<?> k : ScrShimKeys.all()) {
+      row(md, k);
     }
     return md.toString();
-  }
-
-  /** The shim's type names, spelled like the client catalogue's ({@code Integer}, {@code Long}). */
-  private static String shimType(ScrShimKeys.Type type) {
-    if (type == ScrShimKeys.Type.INT) {
-      return "Integer";
-    }
-    String lower = type.name().toLowerCase(Locale.ROOT);
-    return Character.toUpperCase(lower.charAt(0)) + lower.substring(1);
   }
 
   private static void header(StringBuilder md) {
     md.append("| Key | Type | Default | Description |\n").append("|---|---|---|---|\n");
   }
 
-  private static void row(
-      StringBuilder md, String name, String type, Object defaultValue, String description) {
+  private static void row(StringBuilder md, ConfigKey<?> key) {
+    Object defaultValue = key.defaultValue();
     String def;
     if (defaultValue == null) {
       def = "*(unset)*";
@@ -100,13 +90,13 @@ public final class ConfigurationReference {
       def = "`" + defaultValue + "`";
     }
     md.append("| `")
-        .append(name)
+        .append(key.name())
         .append("` | ")
-        .append(type)
+        .append(key.type().getSimpleName())
         .append(" | ")
         .append(def)
         .append(" | ")
-        .append(cell(description))
+        .append(cell(key.description()))
         .append(" |\n");
   }
 

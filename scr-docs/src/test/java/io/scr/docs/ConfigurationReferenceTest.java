@@ -3,7 +3,7 @@ package io.scr.docs;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.scr.core.ScrKey;
+import io.scr.config.ConfigKey;
 import io.scr.core.ScrKeys;
 import io.scr.shim.ScrShimKeys;
 import java.io.IOException;
@@ -41,10 +41,10 @@ class ConfigurationReferenceTest {
   @Test
   void everyKeyOfBothCataloguesIsDocumented() {
     String rendered = ConfigurationReference.render();
-    for (ScrKey<?> k : ScrKeys.all()) {
+    for (ConfigKey<?> k : ScrKeys.all()) {
       assertTrue(rendered.contains("| `" + k.name() + "` |"), k.name());
     }
-    for (ScrShimKeys.Key k : ScrShimKeys.all()) {
+    for (ConfigKey<?> k : ScrShimKeys.all()) {
       assertTrue(rendered.contains("| `" + k.name() + "` |"), k.name());
     }
   }

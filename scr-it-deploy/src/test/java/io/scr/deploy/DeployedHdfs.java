@@ -1,5 +1,6 @@
 package io.scr.deploy;
 
+import io.scr.testing.ChildJvm;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -82,16 +83,6 @@ final class DeployedHdfs implements AutoCloseable {
           "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
           "--add-opens=java.base/java.net=ALL-UNNAMED");
 
-  /** Small, fast-starting JVMs: two cores run the NameNode, two DataNodes and a client at once. */
-  private static final List<String> SMALL_JVM_FLAGS =
-      List.of(
-          "-Xmx256m",
-          "-XX:TieredStopAtLevel=1",
-          "-Xshare:auto",
-          "-XX:+UseSerialGC",
-          "-XX:-UsePerfData",
-          "-Djava.net.preferIPv4Stack=true");
-
   private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
   private static final Pattern COLON = Pattern.compile(":");
   private static final Pattern BYTES_READ = Pattern.compile("\"BytesRead\"\\s*:\\s*(\\d+)");
@@ -123,7 +114,7 @@ final class DeployedHdfs implements AutoCloseable {
     final Path home;
     final Path socketDir;
     final String socketTemplate;
-    Child process;
+    ChildJvm process;
     int starts;
 
     DataNode(String name, boolean shim, int xferPort, int httpPort, Path home, Path socketDir) {
@@ -168,13 +159,13 @@ final class DeployedHdfs implements AutoCloseable {
   private final Path noNativeDir;
   private final Path javaBin;
   private final int nameNodePort;
-  private Child nameNode;
+  private ChildJvm nameNode;
   private DistributedFileSystem admin;
   private boolean closed;
 
   private DeployedHdfs() throws IOException, InterruptedException {
     boolean root = currentUid() == 0;
-    setpriv = onPath("setpriv");
+    setpriv = ChildJvm.onPath("setpriv");
     String why = null;
     User me = currentUser();
     if (Boolean.getBoolean("scr.it.deploy.singleUser")) {
@@ -272,7 +263,7 @@ final class DeployedHdfs implements AutoCloseable {
     return clientUser;
   }
 
-  Child nameNode() {
+  ChildJvm nameNode() {
     return nameNode;
   }
 
@@ -293,7 +284,7 @@ final class DeployedHdfs implements AutoCloseable {
     hdfs.put("dfs.permissions.enabled", "true");
     Path conf = writeConf(home, "namenode", dataNodeUser, hdfs, "INFO");
     String main = "org.apache.hadoop.hdfs.server.namenode.NameNode";
-    Child format =
+    ChildJvm format =
         launch(
             "namenode-format",
             dataNodeUser,
@@ -421,7 +412,7 @@ final class DeployedHdfs implements AutoCloseable {
 
   /** The log of the DataNode's current JVM says it registered and serves its socket. */
   private static void awaitServing(DataNode dn) throws IOException, InterruptedException {
-    Child p = dn.process;
+    ChildJvm p = dn.process;
     awaitTrue(
         dn + " to register and serve its socket (log: '" + dn.servingLine() + "')",
         p,
@@ -451,7 +442,7 @@ final class DeployedHdfs implements AutoCloseable {
    * client bundle on the classpath when {@code scrBundle}, and libhadoop on {@code
    * java.library.path} only when {@code libhadoop}.
    */
-  Child startClient(
+  ChildJvm startClient(
       String name,
       Map<String, String> hdfsSite,
       boolean scrBundle,
@@ -476,7 +467,7 @@ final class DeployedHdfs implements AutoCloseable {
         true);
   }
 
-  private Child launch(
+  private ChildJvm launch(
       String name,
       User user,
       List<Path> classpath,
@@ -487,38 +478,23 @@ final class DeployedHdfs implements AutoCloseable {
       boolean client)
       throws IOException {
     Path tmp = ownedDir(Files.createDirectories(home).resolve("tmp-" + name), user);
-    List<String> cmd = new ArrayList<>();
-    if (setpriv) {
-      cmd.add("setpriv");
-      if (degradation == null) {
-        cmd.addAll(List.of("--reuid=" + user.uid, "--regid=" + user.gid, "--clear-groups"));
-      }
-      // The kernel kills the child when this JVM's launching thread dies, even by SIGKILL.
-      cmd.addAll(List.of("--pdeathsig", "KILL", "--"));
+    ChildJvm.Launcher launcher =
+        ChildJvm.launcher(name, mainClass)
+            .javaBin(javaBin)
+            .jvmFlags(JDK17_FLAGS)
+            .tmpDir(tmp)
+            .libraryPath(libraryPath)
+            .classpath(classpath)
+            .args(args)
+            .workingDir(home)
+            .environment("HOME", tmp.toString())
+            .log(tree.resolve("logs").resolve(name + ".log"))
+            .setpriv(setpriv)
+            .lineProtocol(client);
+    if (degradation == null) {
+      launcher.runAs(user.uid, user.gid);
     }
-    cmd.add(javaBin.toString());
-    cmd.addAll(JDK17_FLAGS);
-    cmd.addAll(SMALL_JVM_FLAGS);
-    cmd.add("-Djava.io.tmpdir=" + tmp);
-    cmd.add("-Djava.library.path=" + libraryPath);
-    cmd.add("-cp");
-    cmd.add(classpath.stream().map(Path::toString).reduce((a, b) -> a + ":" + b).orElse(""));
-    cmd.add(mainClass);
-    cmd.addAll(args);
-    ProcessBuilder pb = new ProcessBuilder(cmd).directory(home.toFile());
-    pb.environment().keySet().removeIf(k -> k.startsWith("HADOOP_") || k.startsWith("HDFS_"));
-    pb.environment().remove("CLASSPATH");
-    pb.environment().remove("JAVA_TOOL_OPTIONS");
-    pb.environment().put("HOME", tmp.toString());
-    Path log = tree.resolve("logs").resolve(name + ".log");
-    Files.createDirectories(log.getParent());
-    if (client) {
-      pb.redirectError(log.toFile());
-    } else {
-      pb.redirectErrorStream(true).redirectOutput(log.toFile());
-      pb.redirectInput(ProcessBuilder.Redirect.from(Paths.get("/dev/null").toFile()));
-    }
-    return Child.start(name, pb, log, client);
+    return launcher.start();
   }
 
   /** The configuration directory first, then what {@code hdfs} puts there, then {@code extra}. */
@@ -682,7 +658,7 @@ final class DeployedHdfs implements AutoCloseable {
     boolean holds() throws IOException;
   }
 
-  private static void awaitTrue(String what, Child process, Condition condition)
+  private static void awaitTrue(String what, ChildJvm process, Condition condition)
       throws IOException, InterruptedException {
     long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
     while (!condition.holds()) {
@@ -918,15 +894,6 @@ final class DeployedHdfs implements AutoCloseable {
     return new User(System.getProperty("user.name"), uid, gid);
   }
 
-  private static boolean onPath(String command) {
-    for (String dir : COLON.split(System.getenv().getOrDefault("PATH", "/usr/bin:/bin"), -1)) {
-      if (Files.isExecutable(Paths.get(dir, command))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /** Creates {@code name} as a system user with its own group unless it exists (idempotent). */
   private static User ensureUser(String name) throws IOException, InterruptedException {
     User u = lookUp(name);
@@ -989,7 +956,7 @@ final class DeployedHdfs implements AutoCloseable {
         admin.close();
       }
     } finally {
-      Child.killAll();
+      ChildJvm.killAll();
       deleteTrees();
     }
   }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.deploy.DeployedHdfs.DataNode;
+import io.scr.testing.ChildJvm;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -122,7 +123,7 @@ class DeploymentTest {
   @Test
   @Order(1)
   void processesRunAsTheirUsersAndOnlyTheStockDataNodeLoadsLibhadoop() throws IOException {
-    for (Child c : List.of(hdfs.nameNode(), stock.process, shim.process)) {
+    for (ChildJvm c : List.of(hdfs.nameNode(), stock.process, shim.process)) {
       assertEquals(hdfs.dataNodeUser().uid, c.uids()[1], c + " effective uid");
     }
     assertTrue(
@@ -222,7 +223,7 @@ class DeploymentTest {
     try {
       Map<String, String> accessor = accessorConf(stock);
       accessor.put("dfs.datanode.address", "127.0.0.1:" + stock.xferPort);
-      Child[] client = new Child[1];
+      ChildJvm[] client = new ChildJvm[1];
       Map<String, String> r =
           read("d-accessor-0711", stock, accessor, true, false, STOCK_FILE, dir.toString(), client);
       boolean separate = hdfs.degradation() == null;
@@ -304,14 +305,14 @@ class DeploymentTest {
             String.valueOf(first),
             "30000");
     String tag = dn.shim ? "b" : "a";
-    List<Child> clients = new ArrayList<>();
+    List<ChildJvm> clients = new ArrayList<>();
     clients.add(
         hdfs.startClient("e-" + tag + "-accessor-restart", accessorConf(dn), true, false, args));
     clients.add(
         hdfs.startClient("e-" + tag + "-scrfs-restart", scrFileSystemConf(dn), true, false, args));
-    for (Child c : clients) {
+    for (ChildJvm c : clients) {
       Map<String, String> paused =
-          Child.parseProperties(c.awaitLine(DeployClient.PAUSED, CLIENT_TIMEOUT));
+          ChildJvm.parseProperties(c.awaitLine(DeployClient.PAUSED, CLIENT_TIMEOUT));
       assertEquals(String.valueOf(first), paused.get("sc"), c + " before the kill: " + paused);
     }
     long killed = System.nanoTime();
@@ -319,12 +320,12 @@ class DeploymentTest {
     log(
         String.format(
             "%s killed (-9) and serving again in %.1f s", dn, (System.nanoTime() - killed) / 1e9));
-    for (Child c : clients) {
+    for (ChildJvm c : clients) {
       c.send("go");
     }
-    for (Child c : clients) {
+    for (ChildJvm c : clients) {
       Map<String, String> r =
-          Child.parseProperties(c.awaitLine(DeployClient.RESULT, CLIENT_TIMEOUT));
+          ChildJvm.parseProperties(c.awaitLine(DeployClient.RESULT, CLIENT_TIMEOUT));
       log(c.name + ": " + r);
       assertEquals("true", r.get("crcOk"), c + " read wrong bytes: " + r);
       assertEquals(
@@ -386,7 +387,7 @@ class DeploymentTest {
       boolean libhadoop,
       String file,
       String listDir,
-      Child[] started)
+      ChildJvm[] started)
       throws Exception {
     long before = hdfs.bytesRead(dn);
     List<String> args =
@@ -394,11 +395,12 @@ class DeploymentTest {
     if (listDir != null) {
       args.add(listDir);
     }
-    Child c = hdfs.startClient(name, conf, scrBundle, libhadoop, args);
+    ChildJvm c = hdfs.startClient(name, conf, scrBundle, libhadoop, args);
     if (started != null) {
       started[0] = c;
     }
-    Map<String, String> r = Child.parseProperties(c.awaitLine(DeployClient.RESULT, CLIENT_TIMEOUT));
+    Map<String, String> r =
+        ChildJvm.parseProperties(c.awaitLine(DeployClient.RESULT, CLIENT_TIMEOUT));
     List<String> mapped = c.mappedLibraries(LIBHADOOP);
     int euid = c.uids()[1];
     c.send("exit");

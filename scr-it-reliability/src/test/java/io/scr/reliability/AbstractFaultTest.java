@@ -16,6 +16,7 @@ import io.scr.core.ScrKeys;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.shm.SlotPoolStats;
+import io.scr.testing.LogCapture;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.ResourceSnapshot;
 import java.io.File;

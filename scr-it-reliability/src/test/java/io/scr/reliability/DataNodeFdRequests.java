@@ -2,17 +2,14 @@ package io.scr.reliability;
 
 import io.scr.shim.ScrShimPlugin;
 import io.scr.testing.DataNodeMode;
+import io.scr.testing.LogCapture;
 import io.scr.testing.MiniDfs;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
-import org.apache.log4j.AppenderSkeleton;
 import org.apache.log4j.Level;
-import org.apache.log4j.Logger;
-import org.apache.log4j.spi.LoggingEvent;
 
 /**
  * Counts the short-circuit fd requests (op 87, and the shim's batched form) one DataNode received,
@@ -27,16 +24,22 @@ final class DataNodeFdRequests implements AutoCloseable {
 
   private final MiniDfs dfs;
   private final int index;
-  private final Counter counter;
+
+  /** The DataNode's client-trace lines while open (stock DataNodes), else null. */
+  private final LogCapture trace;
+
+  /** Names the DataNode counted in its client-trace lines. */
+  private final String dataNode;
 
   private DataNodeFdRequests(MiniDfs dfs, int index) {
     this.dfs = dfs;
     this.index = index;
     if (dfs.mode() == DataNodeMode.SHIM) {
-      counter = null;
+      trace = null;
+      dataNode = null;
     } else {
-      String uuid = dfs.cluster().getDataNodes().get(index).getDatanodeUuid();
-      counter = new Counter(Logger.getLogger(CLIENT_TRACE_LOGGER), "srvID: " + uuid);
+      dataNode = "srvID: " + dfs.cluster().getDataNodes().get(index).getDatanodeUuid();
+      trace = LogCapture.divert(CLIENT_TRACE_LOGGER, Level.INFO);
     }
   }
 
@@ -47,8 +50,8 @@ final class DataNodeFdRequests implements AutoCloseable {
 
   /** Fd requests the DataNode received (stock: since {@link #of}; shim: since it started). */
   long count() {
-    if (counter != null) {
-      return counter.count.get();
+    if (trace != null) {
+      return lines().size();
     }
     ScrShimPlugin shim = Faults.shim(dfs, index);
     long n = 0;
@@ -66,7 +69,7 @@ final class DataNodeFdRequests implements AutoCloseable {
    * those count; the shim counts requests, not blocks, so this is {@link #count()} there.
    */
   long countFor(Collection<Long> blockIds) {
-    if (counter == null) {
+    if (trace == null) {
       return count();
     }
     long n = 0;
@@ -83,17 +86,21 @@ final class DataNodeFdRequests implements AutoCloseable {
 
   /** The DataNode's own lines for the counted requests (stock DataNodes), for messages. */
   List<String> lines() {
-    if (counter == null) {
+    if (trace == null) {
       return List.of();
     }
-    synchronized (counter.lines) {
-      return new ArrayList<>(counter.lines);
+    List<String> lines = new ArrayList<>();
+    for (String line : trace.matching("REQUEST_SHORT_CIRCUIT_FDS")) {
+      if (line.contains(dataNode)) {
+        lines.add(line);
+      }
     }
+    return lines;
   }
 
   /** Where the count comes from, for messages. */
   String source() {
-    return counter != null
+    return trace != null
         ? "the stock DataNode's clienttrace log (REQUEST_SHORT_CIRCUIT_FDS)"
         : "the shim's metrics (requests.request_fds.*, requests.ext_batch_fds.*)";
   }
@@ -117,51 +124,8 @@ final class DataNodeFdRequests implements AutoCloseable {
 
   @Override
   public void close() {
-    if (counter != null) {
-      counter.close();
-    }
-  }
-
-  /** A log4j appender on the client-trace logger counting fd-request lines of one DataNode. */
-  private static final class Counter extends AppenderSkeleton {
-    private final Logger logger;
-    private final String dataNode;
-    private final Level level;
-    private final boolean additive;
-    final AtomicLong count = new AtomicLong();
-    final List<String> lines = new ArrayList<>();
-
-    Counter(Logger logger, String dataNode) {
-      this.logger = logger;
-      this.dataNode = dataNode;
-      this.level = logger.getLevel();
-      this.additive = logger.getAdditivity();
-      logger.addAppender(this);
-      logger.setAdditivity(false);
-      logger.setLevel(Level.INFO);
-    }
-
-    @Override
-    protected void append(LoggingEvent event) {
-      String m = event.getRenderedMessage();
-      if (m != null && m.contains("REQUEST_SHORT_CIRCUIT_FDS") && m.contains(dataNode)) {
-        count.incrementAndGet();
-        synchronized (lines) {
-          lines.add(m);
-        }
-      }
-    }
-
-    @Override
-    public boolean requiresLayout() {
-      return false;
-    }
-
-    @Override
-    public void close() {
-      logger.setLevel(level);
-      logger.setAdditivity(additive);
-      logger.removeAppender(this);
+    if (trace != null) {
+      trace.close();
     }
   }
 }

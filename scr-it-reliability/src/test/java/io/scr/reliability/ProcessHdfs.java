@@ -1,5 +1,6 @@
 package io.scr.reliability;
 
+import io.scr.testing.ChildJvm;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
@@ -17,8 +18,6 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
@@ -53,10 +52,10 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
  * libhadoop from the build's {@code target/native} (io.trino.hadoop:hadoop-apache), the others an
  * empty {@code java.library.path}.
  *
- * <p><b>Children die with the test.</b> {@link #close()} kills every child and deletes the trees; a
- * JVM shutdown hook kills what is left; children started through {@code setpriv --pdeathsig KILL}
- * (when installed) also die when the thread that started them does, even if this JVM is killed.
- * Start children from the test's own thread.
+ * <p><b>Children die with the test.</b> {@link #close()} kills every child and deletes the trees;
+ * the launcher ({@link ChildJvm}) kills what is left at JVM exit, and children started through
+ * {@code setpriv --pdeathsig KILL} (when installed) also die when the thread that started them
+ * does, even if this JVM is killed. Start children from the test's own thread.
  *
  * <p>Not thread-safe: one instance per test class, driven from the test thread. {@link DataNode}
  * signals may be sent from any thread.
@@ -70,25 +69,7 @@ final class ProcessHdfs implements AutoCloseable {
     SHIM
   }
 
-  private static final Set<Process> LIVE = ConcurrentHashMap.newKeySet();
   private static final Duration START_TIMEOUT = Duration.ofMinutes(2);
-
-  static {
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(() -> LIVE.forEach(Process::destroyForcibly), "process-hdfs-kill-children"));
-  }
-
-  /**
-   * Small, fast-starting JVMs: two cores run the NameNode, three DataNodes and the test at once.
-   */
-  private static final List<String> SMALL_JVM_FLAGS =
-      List.of(
-          "-Xmx256m",
-          "-XX:TieredStopAtLevel=1",
-          "-XX:+UseSerialGC",
-          "-XX:-UsePerfData",
-          "-Djava.net.preferIPv4Stack=true");
 
   private final LocalMode mode;
   private final int blockSize;
@@ -108,7 +89,11 @@ final class ProcessHdfs implements AutoCloseable {
   private final boolean setpriv;
   private final int nameNodePort;
   private final List<DataNode> dataNodes = new ArrayList<>();
-  private Process nameNode;
+
+  /** Every child this cluster started, killed by {@link #close()}. */
+  private final List<ChildJvm> children = new ArrayList<>();
+
+  private ChildJvm nameNode;
   private DistributedFileSystem admin;
   private boolean closed;
 
@@ -121,7 +106,7 @@ final class ProcessHdfs implements AutoCloseable {
     final int httpPort;
     final int ipcPort;
     final Path home;
-    private Process process;
+    private ChildJvm process;
     private Path log;
     private int starts;
 
@@ -162,16 +147,16 @@ final class ProcessHdfs implements AutoCloseable {
 
     /** SIGKILL, waits until the process is gone. */
     void kill() throws InterruptedException {
-      process.destroyForcibly();
-      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+      process.process.destroyForcibly();
+      if (!process.process.waitFor(30, TimeUnit.SECONDS)) {
         throw new AssertionError(this + " survived SIGKILL");
       }
     }
 
     /** SIGTERM (an orderly shutdown, as a rolling restart does), waits until it exits. */
     void terminate() throws InterruptedException {
-      process.destroy();
-      if (!process.waitFor(60, TimeUnit.SECONDS)) {
+      process.process.destroy();
+      if (!process.process.waitFor(60, TimeUnit.SECONDS)) {
         throw new AssertionError(this + " did not exit within 60 s of SIGTERM" + tail(log));
       }
     }
@@ -220,9 +205,8 @@ final class ProcessHdfs implements AutoCloseable {
       hdfs.put("dfs.datanode.hostname", ip);
       hdfs.put("dfs.datanode.fsdataset.factory", SlowDatasetFactory.class.getName());
       Map<String, String> core = new LinkedHashMap<>();
-      List<String> props = new ArrayList<>();
-      props.add(
-          "-D" + SlowDatasetFactory.DELAY_FILE_PROPERTY + "=" + home.resolve("op87-delay-ms"));
+      Map<String, String> props = new LinkedHashMap<>();
+      props.put(SlowDatasetFactory.DELAY_FILE_PROPERTY, home.resolve("op87-delay-ms").toString());
       Path libraryPath = noNativeDir;
       if (local) {
         if (mode == LocalMode.SHIM) {
@@ -240,7 +224,7 @@ final class ProcessHdfs implements AutoCloseable {
         }
       } else {
         core.put("hadoop.rpc.socket.factory.class.default", BoundSocketFactory.class.getName());
-        props.add("-D" + BoundSocketFactory.BIND_PROPERTY + "=" + ip);
+        props.put(BoundSocketFactory.BIND_PROPERTY, ip);
       }
       starts++;
       String logName = name + (starts == 1 ? "" : "-" + starts);
@@ -276,7 +260,7 @@ final class ProcessHdfs implements AutoCloseable {
     this.relaxedCheck = sockets.relaxed;
     this.nativeDir = io.scr.testing.StockNative.nativeDir();
     this.noNativeDir = Files.createDirectories(tree.resolve("no-native"));
-    this.setpriv = onPath("setpriv");
+    this.setpriv = ChildJvm.onPath("setpriv");
     this.nameNodePort = freePorts("127.0.0.1", 1)[0];
   }
 
@@ -404,21 +388,22 @@ final class ProcessHdfs implements AutoCloseable {
     Path conf = writeConf(home.resolve("conf"), Map.of(), hdfs);
     String main = "org.apache.hadoop.hdfs.server.namenode.NameNode";
     Path formatLog = tree.resolve("logs").resolve("namenode-format.log");
-    Process format =
+    ChildJvm format =
         launch(
             "namenode-format",
             conf,
             noNativeDir,
-            List.of(),
+            Map.of(),
             main,
             List.of("-format", "-force", "-nonInteractive"),
             formatLog);
-    if (!format.waitFor(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS) || format.exitValue() != 0) {
-      format.destroyForcibly();
+    if (!format.process.waitFor(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS)
+        || format.process.exitValue() != 0) {
+      format.process.destroyForcibly();
       throw new AssertionError("hdfs namenode -format failed" + tail(formatLog));
     }
     Path log = tree.resolve("logs").resolve("namenode.log");
-    nameNode = launch("namenode", conf, noNativeDir, List.of(), main, List.of(), log);
+    nameNode = launch("namenode", conf, noNativeDir, Map.of(), main, List.of(), log);
     Configuration c = new Configuration();
     c.set("fs.defaultFS", uri().toString());
     c.setBoolean("dfs.client.read.shortcircuit", false);
@@ -439,7 +424,7 @@ final class ProcessHdfs implements AutoCloseable {
   }
 
   private void awaitDataNode(DataNode dn) throws IOException, InterruptedException {
-    Process p = dn.process;
+    ChildJvm p = dn.process;
     Path log = dn.log;
     String serving =
         mode == LocalMode.SHIM
@@ -473,47 +458,36 @@ final class ProcessHdfs implements AutoCloseable {
         });
   }
 
-  private Process launch(
+  private ChildJvm launch(
       String name,
       Path conf,
       Path libraryPath,
-      List<String> props,
+      Map<String, String> props,
       String mainClass,
       List<String> args,
       Path log)
       throws IOException {
     Path tmp = Files.createDirectories(tree.resolve("tmp-" + name));
-    List<String> cmd = new ArrayList<>();
-    if (setpriv) {
-      // the kernel kills the child when the thread that started it dies, even by SIGKILL
-      cmd.addAll(List.of("setpriv", "--pdeathsig", "KILL", "--"));
-    }
-    cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+    List<String> inherited = new ArrayList<>();
     for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
       if (arg.startsWith("--add-opens") || arg.startsWith("--enable-native-access")) {
-        cmd.add(arg);
+        inherited.add(arg);
       }
     }
-    cmd.addAll(SMALL_JVM_FLAGS);
-    cmd.addAll(props);
-    cmd.add("-Djava.io.tmpdir=" + tmp);
-    cmd.add("-Djava.library.path=" + libraryPath);
-    cmd.add("-Dlog4j.configuration=" + conf.resolve("log4j.properties").toUri());
-    cmd.add("-cp");
-    cmd.add(conf + java.io.File.pathSeparator + System.getProperty("java.class.path"));
-    cmd.add(mainClass);
-    cmd.addAll(args);
-    ProcessBuilder pb = new ProcessBuilder(cmd).directory(tmp.toFile());
-    pb.environment().keySet().removeIf(k -> k.startsWith("HADOOP_") || k.startsWith("HDFS_"));
-    pb.environment().remove("CLASSPATH");
-    pb.environment().remove("JAVA_TOOL_OPTIONS");
-    Files.createDirectories(log.getParent());
-    pb.redirectErrorStream(true).redirectOutput(log.toFile());
-    pb.redirectInput(ProcessBuilder.Redirect.from(Paths.get("/dev/null").toFile()));
-    Process p = pb.start();
-    LIVE.add(p);
-    var unused = p.onExit().thenRun(() -> LIVE.remove(p));
-    return p;
+    ChildJvm.Launcher launcher =
+        ChildJvm.launcher(name, mainClass)
+            .jvmFlags(inherited)
+            .tmpDir(tmp)
+            .libraryPath(libraryPath)
+            .property("log4j.configuration", conf.resolve("log4j.properties").toUri().toString())
+            .classpath(conf + java.io.File.pathSeparator + System.getProperty("java.class.path"))
+            .args(args)
+            .log(log)
+            .setpriv(setpriv);
+    props.forEach(launcher::property);
+    ChildJvm child = launcher.start();
+    children.add(child);
+    return child;
   }
 
   private Map<String, String> commonHdfsSite() {
@@ -564,13 +538,13 @@ final class ProcessHdfs implements AutoCloseable {
     boolean holds() throws IOException;
   }
 
-  private static void awaitTrue(String what, Process process, Path log, Condition condition)
+  private static void awaitTrue(String what, ChildJvm child, Path log, Condition condition)
       throws IOException, InterruptedException {
     long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
     while (!condition.holds()) {
-      if (!process.isAlive()) {
+      if (!child.isAlive()) {
         throw new AssertionError(
-            "exited (" + process.exitValue() + ") while waiting for " + what + tail(log));
+            "exited (" + child.process.exitValue() + ") while waiting for " + what + tail(log));
       }
       if (System.nanoTime() - deadline > 0) {
         throw new AssertionError(
@@ -697,15 +671,6 @@ final class ProcessHdfs implements AutoCloseable {
     return null;
   }
 
-  private static boolean onPath(String command) {
-    for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":")) {
-      if (Files.isExecutable(Paths.get(dir, command))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   @Override
   public void close() throws IOException {
     if (closed) {
@@ -717,17 +682,12 @@ final class ProcessHdfs implements AutoCloseable {
         admin.close();
       }
     } finally {
-      for (DataNode dn : dataNodes) {
-        if (dn.process != null) {
-          dn.process.destroyForcibly();
-        }
+      for (ChildJvm c : children) {
+        c.process.destroyForcibly();
       }
-      if (nameNode != null) {
-        nameNode.destroyForcibly();
-      }
-      for (Process p : List.copyOf(LIVE)) {
+      for (ChildJvm c : children) {
         try {
-          p.waitFor(30, TimeUnit.SECONDS);
+          c.process.waitFor(30, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
         }

@@ -166,7 +166,7 @@ public final class Demo {
             .dataNodes(1)
             .blockSize(options.blockKiB * 1024L)
             .mode(mode)
-            .configure(c -> c.set("dfs.client.socket-timeout", "60000"));
+            .configure(c -> c.set(ScrKeys.DFS_CLIENT_SOCKET_TIMEOUT.name(), "60000"));
     if (socketBase != null) {
       // The shim judges every directory above its socket, as on a real DataNode: no test-only
       // trusted-directory key (and no WARN about one).

@@ -1,6 +1,7 @@
 package io.scr.benchmarks.engine;
 
 import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.StockNative;
@@ -86,7 +87,7 @@ public class EngineReadBenchmark {
       this.blocks =
           dfs.fileSystem().getClient().getLocatedBlocks(file, 0, Long.MAX_VALUE).getLocatedBlocks();
       Configuration conf = dfs.clientConf();
-      conf.set("scr.client.context", "engine-bench");
+      conf.set(ScrKeys.CLIENT_CONTEXT.name(), "engine-bench");
       this.client = ScrClient.acquire(conf);
       this.socketPath = client.socketPathFor(blocks.get(0).getLocations()[0]);
       if (socketPath == null) {

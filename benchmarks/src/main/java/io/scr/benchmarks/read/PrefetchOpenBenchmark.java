@@ -1,5 +1,6 @@
 package io.scr.benchmarks.read;
 
+import io.scr.core.ScrKeys;
 import io.scr.core.hdfs.ScrFileSystem;
 import java.io.IOException;
 import java.util.SplittableRandom;
@@ -109,7 +110,7 @@ public class PrefetchOpenBenchmark {
             BLOCK_SIZE,
             BLOCKS,
             c -> c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS),
-            c -> c.setInt("scr.client.prefetch.max-blocks", 0));
+            c -> c.setInt(ScrKeys.PREFETCH_MAX_BLOCKS.name(), 0));
     file.dfs.writeRandomFile(WARM_FILE, BLOCK_SIZE, 12);
     nextBlock = BLOCKS; // the first operation opens
   }
@@ -134,11 +135,12 @@ public class PrefetchOpenBenchmark {
             file.dfs,
             c -> {
               c.set(
-                  "dfs.client.context", "prefetch-open-" + ProcessHandle.current().pid() + "-" + g);
-              c.set("scr.client.context", "prefetch-open-" + g);
+                  ScrKeys.DFS_CLIENT_CONTEXT.name(),
+                  "prefetch-open-" + ProcessHandle.current().pid() + "-" + g);
+              c.set(ScrKeys.CLIENT_CONTEXT.name(), "prefetch-open-" + g);
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
-              c.setInt("scr.client.prefetch.max-blocks", variant.prefetchBlocks);
-              c.setInt("scr.metrics.summary.interval.seconds", 0);
+              c.setInt(ScrKeys.PREFETCH_MAX_BLOCKS.name(), variant.prefetchBlocks);
+              c.setInt(ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.name(), 0);
             });
     // A first read on a new client costs its set-up (stock: the shared-memory segment and peer
     // cache; scr: the engine's segment, threads and this thread's buffers), which a long-lived

@@ -2,6 +2,7 @@ package io.scr.benchmarks.read;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.StockNative;
@@ -60,7 +61,9 @@ public enum ReadPathType {
             "dfs.client.read.shortcircuit.streams.cache.size", ReadPathType.STOCK_TUNED_CACHE_SIZE);
       }),
   /** Stock client over TCP to the local DataNode. */
-  STOCK_TCP(DataNodeMode.STOCK_SCR, c -> c.setBoolean("dfs.client.read.shortcircuit", false)),
+  STOCK_TCP(
+      DataNodeMode.STOCK_SCR,
+      c -> c.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false)),
   /** Mode A: stock {@code DistributedFileSystem} with the scr replica accessor. */
   SCR_ACCESSOR(DataNodeMode.STOCK_SCR, ReadPathType::accessor),
   /** Mode A: {@code io.scr.core.hdfs.ScrFileSystem}. */
@@ -78,7 +81,7 @@ public enum ReadPathType {
       DataNodeMode.STOCK_SCR,
       c -> {
         fileSystem(c);
-        c.setBoolean("scr.client.read.mapped.enabled", true);
+        c.setBoolean(ScrKeys.READ_MAPPED_ENABLED.name(), true);
       });
 
   /** The replica cache size {@link #STOCK_SCR_TUNED} sets (stock's default is 256). */
@@ -98,13 +101,13 @@ public enum ReadPathType {
   private static void accessor(Configuration c) {
     c.set("dfs.client.replica.accessor.builder.classes", ACCESSOR_BUILDER);
     // The accessor is the opt-in; the stock local reader (and libhadoop) stays out of the way.
-    c.setBoolean("dfs.client.read.shortcircuit", false);
+    c.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false);
     scrSockets(c);
   }
 
   private static void fileSystem(Configuration c) {
     c.set("fs.hdfs.impl", FILE_SYSTEM);
-    c.setBoolean("dfs.client.read.shortcircuit", true);
+    c.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), true);
     scrSockets(c);
   }
 
@@ -112,7 +115,7 @@ public enum ReadPathType {
   private static void scrSockets(Configuration c) {
     String shim = c.get(MiniDfs.SHIM_SOCKET_PATH_KEY);
     if (shim != null) {
-      c.set("scr.client.socket.paths", shim);
+      c.set(ScrKeys.CLIENT_SOCKET_PATHS.name(), shim);
     }
   }
 

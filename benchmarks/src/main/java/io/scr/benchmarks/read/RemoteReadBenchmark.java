@@ -1,5 +1,6 @@
 package io.scr.benchmarks.read;
 
+import io.scr.core.ScrKeys;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.StockNative;
@@ -122,8 +123,8 @@ public class RemoteReadBenchmark {
           path.newFileSystem(
               dfs,
               c -> {
-                c.set("scr.client.socket.paths", dn0);
-                c.setBoolean("dfs.client.read.shortcircuit", false);
+                c.set(ScrKeys.CLIENT_SOCKET_PATHS.name(), dn0);
+                c.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false);
               });
       in = fs.open(new Path(FILE));
       FileSystem stock = ReadPathType.STOCK_TCP.newFileSystem(dfs, c -> {});

@@ -1,7 +1,9 @@
 package io.scr.benchmarks.read;
 
+import io.scr.core.ScrKeys;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
+import io.scr.shim.ScrShimKeys;
 import io.scr.shim.ScrShimPlugin;
 import java.io.File;
 import java.io.IOException;
@@ -194,8 +196,8 @@ public class ReplicaOpenBenchmark {
             BLOCKS,
             c -> {
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
-              c.setBoolean("scr.shim.fd.requests.on.event.loop", shimOnEventLoop);
-              c.setInt("scr.shim.io.threads", shimIoThreads);
+              c.setBoolean(ScrShimKeys.FD_REQUESTS_ON_EVENT_LOOP.name(), shimOnEventLoop);
+              c.setInt(ScrShimKeys.IO_THREADS.name(), shimIoThreads);
             },
             c -> {});
     if (path == ReadPathType.RAW_PREAD) {
@@ -514,11 +516,11 @@ public class ReplicaOpenBenchmark {
             file.dfs,
             c -> {
               c.set(
-                  "dfs.client.context",
+                  ScrKeys.DFS_CLIENT_CONTEXT.name(),
                   "replica-open-" + ProcessHandle.current().pid() + "-g" + number);
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCK_SIZE * BLOCKS);
               // Real opens on the reading thread: no replica opened ahead on open.
-              c.setInt("scr.client.prefetch.max-blocks", 0);
+              c.setInt(ScrKeys.PREFETCH_MAX_BLOCKS.name(), 0);
             });
     return new Generation(number, fs, fs.open(new Path(FILE)));
   }

@@ -1,5 +1,6 @@
 package io.scr.benchmarks.read;
 
+import io.scr.core.ScrKeys;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.EnumSet;
@@ -118,7 +119,7 @@ public class ZeroCopyBenchmark {
   /** ScrFileSystem with stock short-circuit off: a zero-copy byte can only be scr's. */
   private static void client(Configuration c) {
     if (ReadPathType.FILE_SYSTEM.equals(c.get("fs.hdfs.impl"))) {
-      c.setBoolean("dfs.client.read.shortcircuit", false);
+      c.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false);
     }
   }
 

@@ -47,6 +47,7 @@ class ClientBundleTest {
           "io/scr/shm/",
           "io/scr/cache/",
           "io/scr/socketpath/",
+          "io/scr/config/",
           "io/scr/shaded/",
           "org/apache/hadoop/hdfs/Scr",
           "org/newsclub/",

@@ -1,5 +1,6 @@
 package io.scr.core.doctor;
 
+import io.scr.core.ScrKeys;
 import java.net.URI;
 import java.util.Collections;
 import java.util.List;
@@ -8,6 +9,7 @@ import org.apache.hadoop.fs.ContentSummary;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
 
 /**
@@ -35,7 +37,7 @@ final class ClusterSizingCheck implements Check {
     c.setInt("ipc.client.connect.max.retries", 0);
     c.setInt("ipc.client.connect.max.retries.on.timeouts", 0);
     c.setInt("ipc.client.connect.timeout", 5000);
-    c.setInt("dfs.client.failover.max.attempts", 0);
+    c.setInt(HdfsClientConfigKeys.Failover.MAX_ATTEMPTS_KEY, 0);
     c.setBoolean("fs.hdfs.impl.disable.cache", true);
     c.set("fs.hdfs.impl", DistributedFileSystem.class.getName());
     try (FileSystem fs = FileSystem.newInstance(uri, c)) {
@@ -67,7 +69,9 @@ final class ClusterSizingCheck implements Check {
             Finding.warn(
                 ID,
                 figures + ": random reads over all of it will thrash the cache",
-                "raise scr.cache.capacity toward "
+                "raise "
+                    + ScrKeys.CACHE_CAPACITY.name()
+                    + " toward "
                     + perHost
                     + " (it needs "
                     + 2 * perHost

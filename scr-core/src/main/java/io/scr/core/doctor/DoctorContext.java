@@ -75,7 +75,7 @@ public final class DoctorContext {
   }
 
   /** Test-only: a directory whose ancestors the socket-path check trusts; null in production. */
-  public Path trustedDirectoryForTests() {
+  Path trustedDirectoryForTests() {
     return trustedDirectoryForTests;
   }
 
@@ -147,7 +147,7 @@ public final class DoctorContext {
      * skipComponents} does in Hadoop's own tests (build directories often sit below world-writable
      * {@code /tmp}). Never set in production: the command line offers no way to.
      */
-    public Builder trustedDirectoryForTests(Path dir) {
+    Builder trustedDirectoryForTests(Path dir) {
       this.trustedDirectoryForTests = dir.toAbsolutePath();
       return this;
     }

@@ -5,6 +5,7 @@ import io.scr.shm.ShmSupport;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.util.NativeCodeLoader;
 
 /** Small checks of the client's environment: scr wired in, shared memory, libhadoop. */
@@ -15,7 +16,7 @@ final class EnvironmentChecks {
   static final String FILE_SYSTEM = "io.scr.core.hdfs.ScrFileSystem";
 
   /** Stock HDFS's wiring keys (not scr settings, so not in {@link ScrKeys}). */
-  static final String ACCESSOR_KEY = "dfs.client.replica.accessor.builder.classes";
+  static final String ACCESSOR_KEY = HdfsClientConfigKeys.REPLICA_ACCESSOR_BUILDER_CLASSES_KEY;
 
   static final String FILE_SYSTEM_KEY = "fs.hdfs.impl";
 
@@ -34,7 +35,7 @@ final class EnvironmentChecks {
 
     @Override
     public List<Finding> run(DoctorContext ctx) {
-      if (!ScrKeys.CLIENT_ENABLED.get(ctx.conf())) {
+      if (!ScrKeys.CLIENT_ENABLED.get(ctx.conf()::get)) {
         return Collections.singletonList(
             Finding.fail(
                 id(), ScrKeys.CLIENT_ENABLED.name() + " is false", "remove it or set it to true"));
@@ -67,7 +68,7 @@ final class EnvironmentChecks {
 
     @Override
     public List<Finding> run(DoctorContext ctx) {
-      if (!ScrKeys.SHM_ENABLED.get(ctx.conf())) {
+      if (!ScrKeys.SHM_ENABLED.get(ctx.conf()::get)) {
         return Collections.singletonList(
             Finding.warn(
                 id(),
@@ -102,7 +103,7 @@ final class EnvironmentChecks {
     @Override
     public List<Finding> run(DoctorContext ctx) {
       boolean loaded = NativeCodeLoader.isNativeCodeLoaded();
-      boolean stockScr = ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.get(ctx.conf());
+      boolean stockScr = ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.get(ctx.conf()::get);
       if (!loaded && stockScr && !scrWired(ctx)) {
         return Collections.singletonList(
             Finding.fail(

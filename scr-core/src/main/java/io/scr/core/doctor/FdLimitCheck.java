@@ -26,13 +26,13 @@ final class FdLimitCheck implements Check {
 
   /** The fd budget in effect for limit {@code l}: scr.cache.fd.budget (capped at l) or derived. */
   static long budget(DoctorContext ctx, long l) {
-    Long explicit = ScrKeys.CACHE_FD_BUDGET.get(ctx.conf());
+    Long explicit = ScrKeys.CACHE_FD_BUDGET.get(ctx.conf()::get);
     return explicit != null ? Math.min(explicit, l) : budget(l);
   }
 
   /** The cache capacity in effect for limit {@code l}. */
   static long capacity(DoctorContext ctx, long l) {
-    Integer explicit = ScrKeys.CACHE_CAPACITY.get(ctx.conf());
+    Integer explicit = ScrKeys.CACHE_CAPACITY.get(ctx.conf()::get);
     return explicit != null ? explicit : budget(ctx, l) / 2;
   }
 
@@ -46,15 +46,16 @@ final class FdLimitCheck implements Check {
               "this JVM cannot tell the fd limit",
               "check ulimit -n of the process that reads (RegionServer, executor) by hand"));
     }
-    Integer explicit = ScrKeys.CACHE_CAPACITY.get(ctx.conf());
+    Integer explicit = ScrKeys.CACHE_CAPACITY.get(ctx.conf()::get);
     long budget = budget(ctx, limit);
     if (explicit != null && 2L * explicit > budget) {
       long need = 2L * (2L * explicit + 1024);
-      boolean budgetSet = ScrKeys.CACHE_FD_BUDGET.get(ctx.conf()) != null;
+      boolean budgetSet = ScrKeys.CACHE_FD_BUDGET.get(ctx.conf()::get) != null;
       return Collections.singletonList(
           Finding.fail(
               ID,
-              "scr.cache.capacity="
+              ScrKeys.CACHE_CAPACITY.name()
+                  + "="
                   + explicit
                   + " needs "
                   + 2L * explicit
@@ -74,12 +75,16 @@ final class FdLimitCheck implements Check {
                       + 2L * explicit
                       + " (and the fd limit to at least "
                       + need
-                      + ") or lower scr.cache.capacity to "
+                      + ") or lower "
+                      + ScrKeys.CACHE_CAPACITY.name()
+                      + " to "
                       + budget / 2
                   : "raise the fd limit to at least "
                       + need
                       + " (ulimit -n; limits.conf nofile; systemd LimitNOFILE) or lower"
-                      + " scr.cache.capacity to "
+                      + " "
+                      + ScrKeys.CACHE_CAPACITY.name()
+                      + " to "
                       + budget / 2));
     }
     if (limit < LOW_LIMIT) {

@@ -1,6 +1,7 @@
 package io.scr.core.doctor;
 
 import io.scr.core.FallbackReason;
+import io.scr.core.ScrKeys;
 import io.scr.core.health.HealthState;
 import io.scr.core.metrics.ClientMetric;
 import io.scr.core.metrics.ScrClientDiagnostics;
@@ -198,7 +199,9 @@ final class ProcessDoctor {
           Finding.warn(
               "process-cache",
               who + ": cache thrash: " + cacheLine + "; the working set needs ~" + recommended,
-              "raise scr.cache.capacity to "
+              "raise "
+                  + ScrKeys.CACHE_CAPACITY.name()
+                  + " to "
                   + recommended
                   + " and ulimit -n to at least "
                   + 2 * (2 * recommended + 1024)
@@ -227,7 +230,9 @@ final class ProcessDoctor {
           Finding.warn(
               "process-fds",
               who + ": " + fdLine + "; " + budgetFallbacks + " reads fell back at the budget " + in,
-              "raise scr.cache.fd.budget or the process fd limit (docs/operations.md case 2)"));
+              "raise "
+                  + ScrKeys.CACHE_FD_BUDGET.name()
+                  + " or the process fd limit (docs/operations.md case 2)"));
     } else {
       out.add(Finding.ok("process-fds", who + ": " + fdLine));
     }
@@ -246,7 +251,9 @@ final class ProcessDoctor {
           Finding.warn(
               "process-slots",
               who + ": " + slotLine,
-              "raise scr.client.slot-pool.low-watermark so segments are fetched earlier; check"
+              "raise "
+                  + ScrKeys.SLOT_POOL_LOW_WATERMARK.name()
+                  + " so segments are fetched earlier; check"
                   + " the DataNode's release latency (docs/operations.md case 5)"));
     } else {
       out.add(Finding.ok("process-slots", who + ": " + slotLine));
@@ -327,8 +334,12 @@ final class ProcessDoctor {
                   "%s: %d socket connects (%d failed) for %d replica opens %s: connections are"
                       + " not being reused",
                   who, connects, connectFailures, opens, in),
-              "keep scr.net.pool.idle.expiry.ms below the DataNode's"
-                  + " dfs.datanode.socket.reuse.keepalive and scr.net.pool.max.idle.per.path above"
+              "keep "
+                  + ScrKeys.NET_POOL_IDLE_EXPIRY_MS.name()
+                  + " below the DataNode's"
+                  + " dfs.datanode.socket.reuse.keepalive and "
+                  + ScrKeys.NET_POOL_MAX_IDLE.name()
+                  + " above"
                   + " 0; with the scr shim raise scr.shim.socket.backlog (docs/operations.md case"
                   + " 6)"));
     }
@@ -356,7 +367,9 @@ final class ProcessDoctor {
       case NOT_LOCAL:
         return "the DataNode's address is not one of this host's interfaces (containers, NAT):"
             + " run the client in the host network (the replica accessor also takes a socket"
-            + " listed in scr.client.socket.paths; ScrFileSystem needs a local address)";
+            + " listed in "
+            + ScrKeys.CLIENT_SOCKET_PATHS.name()
+            + "; ScrFileSystem needs a local address)";
       case BACKING_OFF:
       case CONNECT_FAILED:
       case IO_ERROR:
@@ -365,7 +378,7 @@ final class ProcessDoctor {
         return "the DataNode does not pass fds: install the scr shim (or libhadoop on a stock"
             + " DataNode)";
       case FD_BUDGET:
-        return "raise scr.cache.fd.budget or the process fd limit";
+        return "raise " + ScrKeys.CACHE_FD_BUDGET.name() + " or the process fd limit";
       case BLOCK_REFUSED:
         return "the local DataNode does not hold these blocks (remote or moved replicas): normal"
             + " after region moves, reads go over TCP until the data is local again";

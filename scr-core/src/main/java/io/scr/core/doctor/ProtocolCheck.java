@@ -1,5 +1,6 @@
 package io.scr.core.doctor;
 
+import io.scr.core.ScrKeys;
 import io.scr.core.net.DomainConnectException;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.ShortCircuitExchanges;
@@ -61,7 +62,9 @@ final class ProtocolCheck implements Check {
               + " speaks the protocol but refused a shared-memory segment ("
               + e.getMessage()
               + "); reads still work, without slot-based invalidation: replicas go stale by age"
-              + " (scr.replica.stale.threshold.ms) and a deleted replica's fds stay open that long",
+              + " ("
+              + ScrKeys.REPLICA_STALE_THRESHOLD_MS.name()
+              + ") and a deleted replica's fds stay open that long",
           "on the DataNode, give segments a writable directory with room (a missing, read-only"
               + " or full one fails; its log names the cause): a stock DataNode uses the first of"
               + " dfs.datanode.shared.file.descriptor.paths (default /dev/shm,/tmp) that worked"
@@ -72,7 +75,9 @@ final class ProtocolCheck implements Check {
           ID,
           path + " did not answer op 89 as a DataNode would: " + e,
           "make sure the path belongs to a DataNode (stock with"
-              + " dfs.client.read.shortcircuit=true and libhadoop, or the scr shim plugin)");
+              + " "
+              + ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name()
+              + "=true and libhadoop, or the scr shim plugin)");
     }
     try {
       boolean fdArrived = grant.fd() != null && grant.fd().valid();

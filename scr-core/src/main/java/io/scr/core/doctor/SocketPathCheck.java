@@ -30,9 +30,15 @@ final class SocketPathCheck implements Check {
       out.add(
           Finding.fail(
               ID,
-              "no DataNode socket path is configured (dfs.domain.socket.path and"
-                  + " scr.client.socket.paths are empty)",
-              "set dfs.domain.socket.path in hdfs-site.xml to the DataNode's socket, e.g."
+              "no DataNode socket path is configured ("
+                  + ScrKeys.DFS_DOMAIN_SOCKET_PATH.name()
+                  + " and"
+                  + " "
+                  + ScrKeys.CLIENT_SOCKET_PATHS.name()
+                  + " are empty)",
+              "set "
+                  + ScrKeys.DFS_DOMAIN_SOCKET_PATH.name()
+                  + " in hdfs-site.xml to the DataNode's socket, e.g."
                   + " /var/run/hdfs-sockets/dn._PORT.sock (the same value the DataNode uses)"));
       return out;
     }
@@ -112,7 +118,9 @@ final class SocketPathCheck implements Check {
                     + " does not exist: no DataNode listens there ("
                     + SocketPaths.key(ctx.conf())
                     + ")",
-                "start the DataNode with the same dfs.domain.socket.path (stock, with libhadoop)"
+                "start the DataNode with the same "
+                    + ScrKeys.DFS_DOMAIN_SOCKET_PATH.name()
+                    + " (stock, with libhadoop)"
                     + " or scr.shim.socket.path (scr shim), check the DataNode log for 'Listening"
                     + " on UNIX domain socket', and make the directory visible to this process"
                     + " (containers: mount it)"

@@ -12,8 +12,8 @@ final class SocketPaths {
 
   /** The configured templates ({@code scr.client.socket.paths}, else dfs.domain.socket.path). */
   static List<String> templates(Configuration conf) {
-    String explicit = ScrKeys.CLIENT_SOCKET_PATHS.get(conf);
-    String source = explicit != null ? explicit : ScrKeys.DFS_DOMAIN_SOCKET_PATH.get(conf);
+    String explicit = ScrKeys.CLIENT_SOCKET_PATHS.get(conf::get);
+    String source = explicit != null ? explicit : ScrKeys.DFS_DOMAIN_SOCKET_PATH.get(conf::get);
     List<String> out = new ArrayList<>();
     for (String p : source.split(",")) {
       if (!p.trim().isEmpty()) {
@@ -25,7 +25,7 @@ final class SocketPaths {
 
   /** The key the templates came from. */
   static String key(Configuration conf) {
-    return ScrKeys.CLIENT_SOCKET_PATHS.get(conf) != null
+    return ScrKeys.CLIENT_SOCKET_PATHS.get(conf::get) != null
         ? ScrKeys.CLIENT_SOCKET_PATHS.name()
         : ScrKeys.DFS_DOMAIN_SOCKET_PATH.name();
   }
@@ -59,7 +59,7 @@ final class SocketPaths {
     if (dir == null || !dir.exists() || dir.list() != null) {
       return null;
     }
-    String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf);
+    String address = ScrKeys.DFS_DATANODE_ADDRESS.get(conf::get);
     String port = address == null ? "" : address.substring(address.lastIndexOf(':') + 1).trim();
     if (port.isEmpty() || !port.chars().allMatch(Character::isDigit) || port.equals("0")) {
       return null;

@@ -2,6 +2,7 @@ package io.scr.core.hdfs;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.ScrClient;
+import io.scr.core.ScrKeys;
 import io.scr.core.net.PeerExtensions;
 import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.core.replica.PrefetchResult;
@@ -9,7 +10,6 @@ import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Consumer;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
@@ -65,12 +65,6 @@ final class OpenPrefetch {
   /** The first skip for lack of room (queue, cache, fds) in the process is logged. */
   private static final AtomicBoolean NO_ROOM_LOGGED = new AtomicBoolean();
 
-  /**
-   * Tests only: run by a prefetch task before it opens each block (to hold prefetch threads on a
-   * latch). Null in production.
-   */
-  static volatile Consumer<LocatedBlock> beforeLeaseForTests;
-
   private final ScrClient scr;
   private final String src;
   private final LocatedBlock[] blocks;
@@ -119,7 +113,7 @@ final class OpenPrefetch {
             scr, src, chosen.toArray(new LocatedBlock[0]), chosenPaths.toArray(new String[0]));
     if (!scr.submitPrefetch(prefetch::run)) {
       scr.recordPrefetchSkipped(chosen.size());
-      noRoom("the prefetch queue is full (scr.client.prefetch.queue-size)");
+      noRoom("the prefetch queue is full (" + ScrKeys.PREFETCH_QUEUE_SIZE.name() + ")");
       return null;
     }
     return prefetch;
@@ -197,10 +191,7 @@ final class OpenPrefetch {
       scr.recordPrefetchSkipped(to - from);
       return false;
     }
-    Consumer<LocatedBlock> hook = beforeLeaseForTests;
-    if (hook != null) {
-      hook.accept(blocks[from]);
-    }
+    scr.seams().beforePrefetchOpen(blocks[from]);
     if (cancelled.get()) {
       scr.recordPrefetchSkipped(to - from);
       return false;
@@ -261,10 +252,7 @@ final class OpenPrefetch {
         scr.recordPrefetchSkipped(1);
         return false;
       }
-      Consumer<LocatedBlock> hook = beforeLeaseForTests;
-      if (hook != null) {
-        hook.accept(lb);
-      }
+      scr.seams().beforePrefetchOpen(lb);
       if (cancelled.get()) {
         scr.recordPrefetchSkipped(1);
         return false;

@@ -55,7 +55,7 @@ public class ScrFileSystem extends DistributedFileSystem {
     StorageStatistics ops = GlobalStorageStatistics.INSTANCE.get(DFSOpsCountStatistics.NAME);
     opsCount = ops instanceof DFSOpsCountStatistics ? (DFSOpsCountStatistics) ops : null;
     mappingBudget = mappingBudget(conf);
-    prefetchMaxBlocks = Math.max(0, ScrKeys.PREFETCH_MAX_BLOCKS.get(conf));
+    prefetchMaxBlocks = Math.max(0, ScrKeys.PREFETCH_MAX_BLOCKS.get(conf::get));
     scr = ScrClient.acquire(conf);
   }
 
@@ -63,7 +63,7 @@ public class ScrFileSystem extends DistributedFileSystem {
   static MappingBudget mappingBudget(Configuration conf) {
     Configuration c = conf != null ? conf : new Configuration(false);
     return MappingBudget.of(
-        ScrKeys.ZERO_COPY_MAX_MAPPINGS.get(c), ScrKeys.ZERO_COPY_MAX_MAPPED_BYTES.get(c));
+        ScrKeys.ZERO_COPY_MAX_MAPPINGS.get(c::get), ScrKeys.ZERO_COPY_MAX_MAPPED_BYTES.get(c::get));
   }
 
   /** The budget of block-file mappings this file system's streams read zero-copy from. */
@@ -79,18 +79,20 @@ public class ScrFileSystem extends DistributedFileSystem {
    */
   private static Configuration withoutImpossibleStockShortCircuit(Configuration conf) {
     String reason = org.apache.hadoop.net.unix.DomainSocket.getLoadingFailureReason();
-    if (reason == null || !conf.getBoolean("dfs.client.read.shortcircuit", false)) {
+    if (reason == null || !conf.getBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false)) {
       return conf;
     }
     if (STOCK_SHORT_CIRCUIT_OFF_LOGGED.compareAndSet(false, true)) {
       LOG.info(
           "Stock short-circuit reads cannot run in this JVM ({}): ScrFileSystem reads"
-              + " short-circuit without libhadoop and turns dfs.client.read.shortcircuit off for"
+              + " short-circuit without libhadoop and turns "
+              + ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name()
+              + " off for"
               + " its stock fallback path",
           reason);
     }
     Configuration copy = new Configuration(conf);
-    copy.setBoolean("dfs.client.read.shortcircuit", false);
+    copy.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false);
     return copy;
   }
 

@@ -168,15 +168,15 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     if (last != null && last.conf == conf) {
       return last.client;
     }
-    ScrClient client = ScrKeys.CLIENT_ENABLED.get(conf) ? client(conf) : null;
+    ScrClient client = ScrKeys.CLIENT_ENABLED.get(conf::get) ? client(conf) : null;
     lastConf = new ConfEngine(conf, client);
     return client;
   }
 
   private static ScrClient client(Configuration conf) {
-    String context = ScrKeys.CLIENT_CONTEXT.get(conf);
+    String context = ScrKeys.CLIENT_CONTEXT.get(conf::get);
     if (context == null || context.isEmpty()) {
-      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf);
+      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf::get);
     }
     ScrClient c = CLIENTS.get(context);
     if (c != null) {

@@ -9,6 +9,7 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.io.ByteBufferPool;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +33,7 @@ final class ZeroCopyReads {
     CHECKSUMS("checksums are verified and the DataNode has not cached the block (no anchor)"),
     NOT_MAPPED("the block file could not be mapped (mapping budget full, unavailable or failed)"),
     FAILED("the replica could not be leased or its block file was truncated"),
-    DISABLED("dfs.client.mmap.enabled is false");
+    DISABLED(HdfsClientConfigKeys.Mmap.ENABLED_KEY + " is false");
 
     final String why;
 

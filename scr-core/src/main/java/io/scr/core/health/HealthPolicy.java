@@ -55,10 +55,10 @@ public final class HealthPolicy {
   /** The policy {@code conf}'s {@code scr.client.health.*} keys describe. */
   public static HealthPolicy from(Configuration conf) {
     return of(
-        ScrKeys.HEALTH_DEADLINE_MIN_MS.get(conf),
-        ScrKeys.HEALTH_DEADLINE_MAX_MS.get(conf),
-        ScrKeys.HEALTH_DEADLINE_MULTIPLIER.get(conf),
-        ScrKeys.HEALTH_PROBE_INTERVAL_MS.get(conf));
+        ScrKeys.HEALTH_DEADLINE_MIN_MS.get(conf::get),
+        ScrKeys.HEALTH_DEADLINE_MAX_MS.get(conf::get),
+        ScrKeys.HEALTH_DEADLINE_MULTIPLIER.get(conf::get),
+        ScrKeys.HEALTH_PROBE_INTERVAL_MS.get(conf::get));
   }
 
   /** The defaults of the keys. */

@@ -1,6 +1,7 @@
 package io.scr.core.metrics;
 
 import io.scr.core.FallbackReason;
+import io.scr.core.ScrKeys;
 import io.scr.core.net.FailureClass;
 import java.util.ArrayList;
 import java.util.List;
@@ -208,7 +209,8 @@ public enum ClientMetric {
       Kind.COUNTER,
       "replicas",
       "Orphaned replicas dropped: the DataNode back passed other files, holds no such replica, or"
-          + " none came back within scr.replica.stale.threshold.ms"),
+          + " none came back within "
+          + ScrKeys.REPLICA_STALE_THRESHOLD_MS.name()),
   // ---- protocol extensions ----
   EXTENSION_PROBES(
       "ExtensionProbes",

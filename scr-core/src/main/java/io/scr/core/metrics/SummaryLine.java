@@ -2,6 +2,7 @@ package io.scr.core.metrics;
 
 import io.scr.cache.RemovalCause;
 import io.scr.core.FallbackReason;
+import io.scr.core.ScrKeys;
 import io.scr.core.health.HealthState;
 import io.scr.core.health.PathHealth;
 import io.scr.core.net.PathBackoff;
@@ -121,7 +122,7 @@ public final class SummaryLine {
           .append(recommended)
           .append(" replicas, capacity ")
           .append(cur.cache.capacity())
-          .append(" (raise scr.cache.capacity and ulimit -n)");
+          .append(" (raise " + ScrKeys.CACHE_CAPACITY.name() + " and ulimit -n)");
     }
     return sb.toString();
   }

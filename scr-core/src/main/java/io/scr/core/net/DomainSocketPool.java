@@ -1,6 +1,7 @@
 package io.scr.core.net;
 
 import io.scr.cache.Ticker;
+import io.scr.core.ScrKeys;
 import java.io.Closeable;
 import java.io.File;
 import java.io.IOException;
@@ -245,7 +246,9 @@ public final class DomainSocketPool implements Closeable {
     if (e instanceof java.io.FileNotFoundException
         || e instanceof java.nio.file.NoSuchFileException
         || m.contains("no such file")) {
-      return "no such socket: is the DataNode running with dfs.domain.socket.path (stock) or"
+      return "no such socket: is the DataNode running with "
+          + ScrKeys.DFS_DOMAIN_SOCKET_PATH.name()
+          + " (stock) or"
           + " scr.shim.socket.path (shim) = "
           + path
           + " on this host?";

@@ -1,5 +1,6 @@
 package io.scr.core.net;
 
+import io.scr.core.ScrKeys;
 import io.scr.core.protocol.ProtocolException;
 import io.scr.core.protocol.ShortCircuitProtocol;
 import io.scr.shm.SlotId;
@@ -266,7 +267,9 @@ public final class ShortCircuitExchanges {
                 + path
                 + " does not pass file descriptors: "
                 + message
-                + " (check dfs.client.read.shortcircuit and libhadoop on the DataNode, or use the"
+                + " (check "
+                + ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name()
+                + " and libhadoop on the DataNode, or use the"
                 + " scr shim)",
             resp.getStatus().name(),
             FailureClass.UNSUPPORTED);

@@ -1,5 +1,6 @@
 package io.scr.core.read;
 
+import io.scr.core.ScrKeys;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
@@ -559,7 +560,9 @@ public final class LocalBlockReader {
             + position
             + " (truncated under the replica, opened with "
             + replica.length()
-            + " bytes, or a disk error); turn scr.client.read.mapped.enabled off if this"
+            + " bytes, or a disk error); turn "
+            + ScrKeys.READ_MAPPED_ENABLED.name()
+            + " off if this"
             + " recurs",
         e);
   }

@@ -1,5 +1,6 @@
 package io.scr.core.read;
 
+import io.scr.core.ScrKeys;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -100,8 +101,11 @@ public final class MappedReads {
     if (fallbackLogged.compareAndSet(false, true)) {
       LOG.warn(
           "mapped reads fall back to pread for {} ({}; {}); counted in MappedReadFallbacks, logged"
-              + " once. A full budget: raise scr.client.read.mapped.max-mappings or"
-              + " scr.client.read.mapped.max-mapped-bytes",
+              + " once. A full budget: raise "
+              + ScrKeys.READ_MAPPED_MAX_MAPPINGS.name()
+              + " or"
+              + " "
+              + ScrKeys.READ_MAPPED_MAX_MAPPED_BYTES.name(),
           replica.blockName(),
           why,
           budget);

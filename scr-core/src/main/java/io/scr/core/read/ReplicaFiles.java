@@ -157,10 +157,27 @@ public final class ReplicaFiles implements Closeable {
   static ReplicaFiles open(
       FileChannel data, FileChannel meta, String blockName, boolean sumsInMemory)
       throws IOException {
+    return open(data, meta, blockName, sumsInMemory, true);
+  }
+
+  /**
+   * As {@link #open(FileChannel, FileChannel, String, boolean)}; {@code uninterruptible} false
+   * leaves the channels interruptible even where the JVM could make them immune (what a JVM without
+   * {@value UninterruptibleChannels#FLAG} does).
+   */
+  static ReplicaFiles open(
+      FileChannel data,
+      FileChannel meta,
+      String blockName,
+      boolean sumsInMemory,
+      boolean uninterruptible)
+      throws IOException {
     MappedByteBuffer mapped = null;
     try {
-      UninterruptibleChannels.apply(data);
-      UninterruptibleChannels.apply(meta);
+      if (uninterruptible) {
+        UninterruptibleChannels.apply(data);
+        UninterruptibleChannels.apply(meta);
+      }
       // One pread reads the header and, for a small meta file, every checksum: one byte more than
       // the copy limit tells a small file from a large one. The data file's length says how long
       // the meta file is, so a read that returned all of it is the last: asking again only to be

@@ -38,9 +38,6 @@ final class UninterruptibleChannels {
   private static final Throwable UNAVAILABILITY_CAUSE;
   private static final AtomicBoolean WARNED = new AtomicBoolean();
 
-  /** Test hook: when true, channels are left interruptible (the no-flag behaviour). */
-  private static volatile boolean disabled;
-
   static {
     Class<?> impl = null;
     MethodHandle handle = null;
@@ -63,14 +60,11 @@ final class UninterruptibleChannels {
 
   /** Whether replica channels are made uninterruptible in this JVM. */
   static boolean isAvailable() {
-    return SET_UNINTERRUPTIBLE != null && !disabled;
+    return SET_UNINTERRUPTIBLE != null;
   }
 
   /** Why {@link #isAvailable()} is false (null when it is true). */
   static Throwable unavailabilityCause() {
-    if (disabled) {
-      return new IllegalStateException("switched off by a test");
-    }
     return UNAVAILABILITY_CAUSE;
   }
 
@@ -80,7 +74,7 @@ final class UninterruptibleChannels {
    */
   static boolean apply(FileChannel channel) {
     MethodHandle h = SET_UNINTERRUPTIBLE;
-    if (h == null || disabled || channel.getClass() != IMPL) {
+    if (h == null || channel.getClass() != IMPL) {
       return false;
     }
     try {
@@ -106,10 +100,5 @@ final class UninterruptibleChannels {
           String.valueOf(UNAVAILABILITY_CAUSE),
           FLAG);
     }
-  }
-
-  /** Test hook: leave channels interruptible from now on ({@code true}) or not. */
-  static void disableForTests(boolean off) {
-    disabled = off;
   }
 }

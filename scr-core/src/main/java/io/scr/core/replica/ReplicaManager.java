@@ -69,13 +69,6 @@ public final class ReplicaManager implements Closeable {
   private final Prefetcher prefetcher;
   private final Consumer<FallbackReason> fallbacks;
 
-  /**
-   * Tests only: run by a reader's miss after it consulted the backoff and the absent-replica memory
-   * and before it loads, in every engine built without {@link Builder#afterMissChecked} (to hold a
-   * reader inside the window a racing prefetch can fill). Null in production.
-   */
-  static volatile Consumer<ExtendedBlock> afterMissCheckedForTests;
-
   private ReplicaManager(Builder b) {
     this.pool = b.pool;
     this.fallbacks = b.fallbacks;
@@ -351,13 +344,7 @@ public final class ReplicaManager implements Closeable {
     private Consumer<FallbackReason> fallbacks = r -> {};
     private ClientCounters counters = new ClientCounters();
     private AbsentReplicas absent;
-    private ReplicaSource.MissHook missHook =
-        block -> {
-          Consumer<ExtendedBlock> hook = afterMissCheckedForTests;
-          if (hook != null) {
-            hook.accept(block);
-          }
-        };
+    private ReplicaSource.MissHook missHook = ReplicaSource.MissHook.NONE;
 
     private Builder(String name, DomainSocketPool pool, PathBackoff backoff) {
       if (name == null || pool == null || backoff == null) {
@@ -482,9 +469,10 @@ public final class ReplicaManager implements Closeable {
 
     /**
      * Run by every reader's miss after it consulted the backoff and the absent-replica memory and
-     * before it loads (to hold a reader inside the window a racing prefetch can fill).
+     * before it loads (to hold a reader inside the window a racing prefetch can fill; default:
+     * nothing).
      */
-    Builder afterMissChecked(ReplicaSource.MissHook hook) {
+    public Builder afterMissChecked(ReplicaSource.MissHook hook) {
       this.missHook = java.util.Objects.requireNonNull(hook, "hook");
       return this;
     }

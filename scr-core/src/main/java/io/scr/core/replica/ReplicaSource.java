@@ -54,7 +54,7 @@ public final class ReplicaSource {
    * Run by a reader's miss after it consulted the backoff and the absent-replica memory, before it
    * loads: a seam to hold a reader inside the window a racing prefetch can fill.
    */
-  interface MissHook {
+  public interface MissHook {
     MissHook NONE = block -> {};
 
     void afterMissChecked(ExtendedBlock block);

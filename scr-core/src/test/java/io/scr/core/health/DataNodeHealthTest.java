@@ -5,16 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.net.LivenessProbe;
+import io.scr.testing.LogCapture;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Collectors;
-import org.apache.log4j.AppenderSkeleton;
 import org.apache.log4j.Level;
-import org.apache.log4j.Logger;
-import org.apache.log4j.spi.LoggingEvent;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -32,7 +29,7 @@ class DataNodeHealthTest {
   private final List<Long> delays = new ArrayList<>();
   private final List<Runnable> due = new ArrayList<>();
   private final LivenessProbe probe = new LivenessProbe();
-  private final LogCapture log = new LogCapture();
+  private final LogCapture log = LogCapture.of("io.scr.core.health", Level.INFO);
 
   /** Floor 50 ms, cap 150 ms, 10x p99, a probe every 100 ms. */
   private DataNodeHealth health;
@@ -95,7 +92,7 @@ class DataNodeHealthTest {
     h.timedOut("op 87");
     assertEquals(HealthState.UNRESPONSIVE, h.state());
     assertEquals(1, due.size(), "one probe per path, however many failures");
-    assertEquals(1, log.matching("WARN", "does not answer within").size(), log.lines().toString());
+    assertEquals(1, log.matching("WARN", "does not answer within").size(), log.all().toString());
 
     now.addAndGet(8_000 * MS);
     h.answered(300_000);
@@ -104,7 +101,7 @@ class DataNodeHealthTest {
     assertEquals(
         1,
         log.matching("INFO", "after 8000 ms unresponsive").size(),
-        "one INFO on recovery: " + log.lines());
+        "one INFO on recovery: " + log.all());
 
     PathHealth.Status s = h.status();
     assertEquals(3, s.transitions());
@@ -123,7 +120,7 @@ class DataNodeHealthTest {
     assertTrue(
         health.admitsNewOpens(h.path()),
         "a connect fails at once: the connect backoff, not the health, holds opens back");
-    assertEquals(1, log.matching("WARN", "is not running").size(), log.lines().toString());
+    assertEquals(1, log.matching("WARN", "is not running").size(), log.all().toString());
     h.faltered("a segment closed");
     assertEquals(HealthState.DEAD, h.state(), "a softer sign does not undo a harder one");
     h.timedOut("accepts again but does not answer");
@@ -357,42 +354,6 @@ class DataNodeHealthTest {
       probeUntilHealthy(health.of(dn.path()));
       assertTrue(dn.requests(127) >= 1, "op 127 PING");
       assertEquals(0, dn.requests(88));
-    }
-  }
-
-  /** Captures INFO and above of the health loggers. */
-  private static final class LogCapture extends AppenderSkeleton implements AutoCloseable {
-    private final Logger logger = Logger.getLogger("io.scr.core.health");
-    private final List<String> lines = new ArrayList<>();
-
-    LogCapture() {
-      setThreshold(Level.INFO);
-      logger.addAppender(this);
-    }
-
-    @Override
-    protected synchronized void append(LoggingEvent event) {
-      lines.add(event.getLevel() + " " + event.getRenderedMessage());
-    }
-
-    synchronized List<String> matching(String level, String fragment) {
-      return lines.stream()
-          .filter(l -> l.startsWith(level) && l.contains(fragment))
-          .collect(Collectors.toList());
-    }
-
-    synchronized List<String> lines() {
-      return new ArrayList<>(lines);
-    }
-
-    @Override
-    public boolean requiresLayout() {
-      return false;
-    }
-
-    @Override
-    public void close() {
-      logger.removeAppender(this);
     }
   }
 }

@@ -20,7 +20,6 @@ import java.util.Arrays;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.CRC32C;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,12 +30,13 @@ import org.junit.jupiter.api.Test;
 class ReplicaFilesSafetyTest {
   private static final int BPC = 512;
 
-  @AfterEach
-  void restoreUninterruptible() {
-    UninterruptibleChannels.disableForTests(false);
+  private static ReplicaFiles replica(Path dir, byte[] data) throws IOException {
+    return replica(dir, data, true);
   }
 
-  private static ReplicaFiles replica(Path dir, byte[] data) throws IOException {
+  /** {@code uninterruptible} false opens the replica as a JVM without the flag would. */
+  private static ReplicaFiles replica(Path dir, byte[] data, boolean uninterruptible)
+      throws IOException {
     Path d = dir.resolve("blk");
     Path m = dir.resolve("blk.meta");
     Files.write(d, data);
@@ -48,7 +48,8 @@ class ReplicaFilesSafetyTest {
       meta.putInt((int) c.getValue());
     }
     Files.write(m, meta.array());
-    return ReplicaFiles.open(FileChannel.open(d), FileChannel.open(m), "BP-1:blk_9_1");
+    return ReplicaFiles.open(
+        FileChannel.open(d), FileChannel.open(m), "BP-1:blk_9_1", true, uninterruptible);
   }
 
   private static Path dir() throws IOException {
@@ -114,10 +115,9 @@ class ReplicaFilesSafetyTest {
    */
   @Test
   void withoutTheFlagAnInterruptClosesTheChannelAndTheReplicaSaysSo() throws Exception {
-    UninterruptibleChannels.disableForTests(true);
     byte[] data = random(64 * 1024, 2);
     LocalBlockReader reader = new LocalBlockReader();
-    try (ReplicaFiles f = replica(dir(), data)) {
+    try (ReplicaFiles f = replica(dir(), data, false)) {
       Object outcome = readInterrupted(reader, f, 16 * 1024);
       assertTrue(outcome instanceof ClosedByInterruptException, "outcome: " + outcome);
       assertFalse(f.isOpen());

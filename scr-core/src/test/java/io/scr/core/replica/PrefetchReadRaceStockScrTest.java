@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
+import io.scr.core.SeamedEngines;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -14,12 +15,13 @@ import io.scr.testing.MiniDfsExtension;
 import java.lang.reflect.Field;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.metrics.DataNodeMetrics;
 import org.apache.hadoop.metrics2.lib.MutableCounterLong;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -43,11 +45,6 @@ class PrefetchReadRaceStockScrTest {
           .blockSize(1 << 20)
           .mode(DataNodeMode.STOCK_SCR)
           .buildExtension();
-
-  @AfterEach
-  void noHook() {
-    ReplicaManager.afterMissCheckedForTests = null;
-  }
 
   /** Fd requests the DataNode has seen, refused ones included ({@code BlocksGetLocalPathInfo}). */
   private static long fdRequests() throws ReflectiveOperationException {
@@ -79,24 +76,45 @@ class PrefetchReadRaceStockScrTest {
     ExtendedBlock absent = new ExtendedBlock(lb.getBlock());
     absent.setGenerationStamp(absent.getGenerationStamp() + 1);
     String path = dfs.socketPath(0);
-    ScrFileSystem fs = fileSystem("race-refused");
-    ScrClient scr = fs.scrClient();
-    AbsentReplicas memory = scr.absentReplicas();
-    long rememberedBefore = memory.rememberedCount();
-
+    Configuration conf = DFS.dfs().clientConf();
+    conf.set("scr.client.context", "race-refused");
+    conf.setInt("scr.client.prefetch.max-blocks", 0); // the test is the prefetch
     CountDownLatch readerChecked = new CountDownLatch(1);
-    ReplicaManager.afterMissCheckedForTests =
-        b -> {
-          if (!"race-reader".equals(Thread.currentThread().getName())) {
-            return;
-          }
-          readerChecked.countDown();
-          // Hold the read until the prefetch's refusal is remembered (it found nothing first).
-          long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-          while (memory.rememberedCount() == rememberedBefore && System.nanoTime() < deadline) {
-            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
-          }
-        };
+    AtomicReference<AbsentReplicas> memoryOf = new AtomicReference<>();
+    AtomicLong rememberedBefore = new AtomicLong();
+    try (ScrClient scr =
+        SeamedEngines.acquire(
+            conf,
+            SeamedEngines.afterMissChecked(
+                b -> {
+                  if (!"race-reader".equals(Thread.currentThread().getName())) {
+                    return;
+                  }
+                  readerChecked.countDown();
+                  // Hold the read until the prefetch's refusal is remembered (it found nothing
+                  // first).
+                  AbsentReplicas memory = memoryOf.get();
+                  long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                  while (memory.rememberedCount() == rememberedBefore.get()
+                      && System.nanoTime() < deadline) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+                  }
+                }))) {
+      AbsentReplicas memory = scr.absentReplicas();
+      memoryOf.set(memory);
+      rememberedBefore.set(memory.rememberedCount());
+      raceARefusedPrefetchWithARead(scr, memory, lb, absent, path, readerChecked);
+    }
+  }
+
+  private static void raceARefusedPrefetchWithARead(
+      ScrClient scr,
+      AbsentReplicas memory,
+      LocatedBlock lb,
+      ExtendedBlock absent,
+      String path,
+      CountDownLatch readerChecked)
+      throws Exception {
     long before = fdRequests();
     AtomicReference<Object> readResult = new AtomicReference<>();
     Thread reader =
