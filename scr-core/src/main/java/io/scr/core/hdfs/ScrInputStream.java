@@ -8,6 +8,7 @@ import io.scr.core.read.MappingBudget;
 import io.scr.core.read.TailNotReadyException;
 import io.scr.core.replica.ReadContext;
 import io.scr.core.replica.ReplicaSource;
+import io.scr.core.replica.TailReads;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -417,12 +418,16 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    * Reads up to {@code len} bytes at {@code pos} of block {@code i} from its replica into {@code
    * buf}; returns the bytes read, or -1 when none (the caller reads the rest the stock way). On a
    * failure {@code buf}'s position is left just past the bytes returned.
+   *
+   * <p>One lease-and-retry loop for every block; what differs per block is how a lease is read
+   * ({@link #readReplica}): a finalized replica to the block's end, the block being written up to
+   * the visible length the table holds for it ({@link TailReads}). What the block being written
+   * cannot serve now (not yet on disk, the tail moving, the partial last chunk from a stock
+   * DataNode, a replica recovered under the reader) is left to the stock read without a corruption
+   * report or a demotion: the next read tries again.
    */
   private int readLocal(ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
       throws IOException {
-    if (t.beingWritten[i]) {
-      return readBeingWritten(context, t, i, pos, buf, len);
-    }
     long blockOffset = pos - t.starts[i];
     int start = buf.position();
     int done = 0;
@@ -433,12 +438,17 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       }
       try {
         while (done < len) {
-          int n = lease.read(blockOffset + done, buf, verifyChecksum);
+          int n = readReplica(context, lease, t, i, blockOffset + done, buf);
           if (n <= 0) {
             break; // the replica is shorter than the NameNode says: the stock path decides
           }
           done += n;
         }
+        break;
+      } catch (TailNotReadyException e) {
+        buf.position(start + done);
+        tailFallbacks.increment();
+        LOG.debug("{} of {}: {}", t.blocks[i].getBlock(), src, e.getMessage());
         break;
       } catch (ChecksumException e) {
         buf.position(start + done);
@@ -458,87 +468,41 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   }
 
   /**
-   * {@link #readLocal} of the block being written: up to the visible length the table holds for it
-   * ({@link TailReads}). What cannot be served now (not yet on disk, the tail moving, the partial
-   * last chunk from a stock DataNode, a replica recovered under the reader) is left to the stock
-   * read, without a corruption report or a demotion: the next read tries again.
+   * One read of {@code lease} at {@code blockOffset} of block {@code i}: a finalized replica by
+   * {@link ReplicaLease#read}; the block being written by {@link TailReads#read}, never past the
+   * table's end for it, which throws {@link TailNotReadyException} (never a {@link
+   * ChecksumException}) for what it cannot serve now.
    */
-  private int readBeingWritten(
-      ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
+  private int readReplica(
+      ReadContext context,
+      ReplicaLease lease,
+      BlockTable t,
+      int i,
+      long blockOffset,
+      ByteBuffer buf)
       throws IOException {
-    long blockOffset = pos - t.starts[i];
-    long visible = t.ends[i] - t.starts[i];
-    LocatedBlock lb = t.blocks[i];
-    int start = buf.position();
-    int done = 0;
-    for (int attempt = 0; ; attempt++) {
-      ReplicaLease lease = leaseBeingWritten(context, t, i, pos + done);
-      if (lease == null) {
-        break;
-      }
-      try {
-        while (done < len) {
-          int n =
-              source
-                  .tailReads()
-                  .read(
-                      lease,
-                      lb.getBlock(),
-                      lb.getBlockToken(),
-                      blockOffset + done,
-                      buf,
-                      visible,
-                      verifyChecksum,
-                      context);
-          if (n <= 0) {
-            break;
-          }
-          done += n;
-        }
-        break;
-      } catch (TailNotReadyException e) {
-        buf.position(start + done);
-        tailFallbacks.increment();
-        LOG.debug("{} of {}: {}", lb.getBlock(), src, e.getMessage());
-        break;
-      } catch (IOException e) {
-        buf.position(start + done);
-        if (!failures.leaseAgainAfter(t, i, e, attempt)) {
-          break;
-        }
-      } finally {
-        source.release(context, lease);
-      }
+    if (!t.beingWritten[i]) {
+      return lease.read(blockOffset, buf, verifyChecksum);
     }
-    return counted(done);
-  }
-
-  /** {@link #lease} of the block being written (a replica opened for a growing file). */
-  private ReplicaLease leaseBeingWritten(ReadContext context, BlockTable t, int i, long pos)
-      throws IOException {
     LocatedBlock lb = t.blocks[i];
-    try {
-      ReplicaLease lease =
-          source.lease(context, lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src, true);
-      return lease != null ? lease : failures.noLease(t, i, null);
-    } catch (InvalidToken e) {
-      LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
-      fetchBlockAt(pos);
-      rebuild(null);
-      failures.tokenExpired();
-      return null;
-    } catch (IOException e) {
-      if (Interrupts.isOwnInterrupt(e)) {
-        throw e;
-      }
-      return failures.noLease(t, i, e);
-    }
+    return source
+        .tailReads()
+        .read(
+            lease,
+            lb.getBlock(),
+            lb.getBlockToken(),
+            blockOffset,
+            buf,
+            t.ends[i] - t.starts[i],
+            verifyChecksum,
+            context);
   }
 
   /**
    * Leases the replica of {@code t.blocks[i]} from the engine's {@link ReplicaSource}: with the
-   * thread's spare lease object when {@code context} is given, a new lease (one that outlives the
-   * read) when it is null; null when the block goes stock this time.
+   * thread's spare lease object when {@code context} is given (a replica opened for a growing file
+   * when the block is being written), a new lease (one that outlives the read, for zero-copy reads
+   * of finalized blocks only) when it is null; null when the block goes stock this time.
    */
   private ReplicaLease lease(ReadContext context, BlockTable t, int i, long pos)
       throws IOException {
@@ -551,7 +515,13 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     try {
       lease =
           context != null
-              ? source.lease(context, lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src)
+              ? source.lease(
+                  context,
+                  lb.getBlock(),
+                  lb.getBlockToken(),
+                  t.socketPaths[i],
+                  src,
+                  t.beingWritten[i])
               : source.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
     } catch (InvalidToken e) {
       // Refetch the block's locations and token; this read goes stock, the next uses the new one.
