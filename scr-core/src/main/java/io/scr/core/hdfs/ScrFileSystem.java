@@ -147,7 +147,14 @@ public class ScrFileSystem extends DistributedFileSystem {
     } else {
       ScrInputStream scrIn =
           new ScrInputStream(
-              client, src, verifyChecksum, blocks, engine, Ticker.systemTicker(), mappingBudget);
+              client,
+              src,
+              verifyChecksum,
+              blocks,
+              engine,
+              Ticker.systemTicker(),
+              mappingBudget,
+              LocalVisibleLength.onOpen(engine, blocks));
       scrIn.prefetch(prefetchMaxBlocks); // queues the opens; never waits for them
       in = scrIn;
     }

@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
@@ -109,6 +110,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   /** Reads of the block being written whose rest went stock for a reason of the writer's. */
   private final LongAdder tailFallbacks = new LongAdder();
 
+  /**
+   * Stateful reads at the end that found the block being written grown ({@link #learnGrownLength}).
+   */
+  private final LongAdder grownLengths = new LongAdder();
+
   /** Stock DataNode choices steered off an unhealthy local DataNode ({@link #nodesToSkip}). */
   private final LongAdder steeredReads = new LongAdder();
 
@@ -128,7 +134,26 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       Ticker ticker,
       MappingBudget mappingBudget)
       throws IOException {
-    super(client, src, verifyChecksum, locatedBlocks);
+    this(client, src, verifyChecksum, locatedBlocks, scr, ticker, mappingBudget, -1);
+  }
+
+  /**
+   * As {@link #ScrInputStream(DFSClient, String, boolean, LocatedBlocks, ScrClient, Ticker,
+   * MappingBudget)}, with the visible length of the block being written that the local DataNode
+   * reported just now ({@link LocalVisibleLength#onOpen}; -1: none, stock asks a DataNode over
+   * TCP).
+   */
+  ScrInputStream(
+      DFSClient client,
+      String src,
+      boolean verifyChecksum,
+      LocatedBlocks locatedBlocks,
+      ScrClient scr,
+      Ticker ticker,
+      MappingBudget mappingBudget,
+      long lastBlockVisibleLength)
+      throws IOException {
+    super(client, src, verifyChecksum, locatedBlocks, lastBlockVisibleLength);
     this.scr = scr;
     this.source = scr.replicaSource();
     this.zeroCopy = new ZeroCopyReads(src, mappingBudget);
@@ -278,7 +303,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   @GuardedBy("this")
   private int readLocalAtPosition(ReadContext context, ByteBuffer buf) throws IOException {
-    if (pos >= getFileLength()) {
+    if (pos >= getFileLength() && !learnGrownLength()) {
       return -1;
     }
     BlockTable t = tableFor(pos);
@@ -303,6 +328,79 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       advance(n);
     }
     return n;
+  }
+
+  /**
+   * At the end of what the stream measured, while its last block is still being written on a local
+   * DataNode: asks that DataNode for the block's visible length now, and when it has grown, makes
+   * the stream's file length (stock's too) reach it; true then. A DataNode with the scr shim
+   * answers from its memory over the pooled UNIX socket (REPLICA_STATE); a stock DataNode by its
+   * {@code getReplicaVisibleLength} RPC, the one stock's reopen would make ({@link
+   * LocalVisibleLength}). Either way the new bytes are then read short-circuit like the rest of the
+   * block. The DataNode is asked only when the replica's block file has grown past the stream's
+   * length ({@link #maybeGrown}). Positional reads past the end still return -1, as stock's do:
+   * only a stateful read at the end asks.
+   */
+  @GuardedBy("this")
+  private boolean learnGrownLength() throws IOException {
+    LocatedBlock last;
+    synchronized (infoLock) {
+      LocatedBlocks lbs = locatedBlocks;
+      LocatedBlock current = lbs.isLastBlockComplete() ? null : lbs.getLastLocatedBlock();
+      if (current == null
+          || current.isCorrupt()
+          || pos != current.getStartOffset() + current.getBlockSize()) {
+        return false;
+      }
+      // A copy: stock sets the length of its own instance when it measures again.
+      last = new LocatedBlock(new ExtendedBlock(current.getBlock()), current.getLocations());
+      last.setBlockToken(current.getBlockToken());
+    }
+    String path = LocalVisibleLength.localPath(scr, last);
+    if (path == null || !maybeGrown(last, path)) {
+      return false;
+    }
+    long visible;
+    if (scr.extensions().features(path).replicaState()) {
+      visible = LocalVisibleLength.fromMemory(scr, last, path);
+    } else {
+      DatanodeInfo dn = LocalVisibleLength.dataNodeAt(scr, last, path);
+      try {
+        visible = dn == null ? -1 : replicaVisibleLength(last, dn);
+      } catch (IOException e) {
+        if (Interrupts.isOwnInterrupt(e)) {
+          throw e;
+        }
+        LOG.debug(
+            "{} of {}: no visible length from {}: {}", last.getBlock(), src, dn, e.toString());
+        visible = -1;
+      }
+    }
+    if (visible < 0 || !extendLastBlock(last.getBlock(), visible)) {
+      return false;
+    }
+    grownLengths.increment();
+    rebuild(null);
+    return pos < getFileLength();
+  }
+
+  /**
+   * Whether the replica at {@code path} may hold bytes past {@code last}'s length: its block file
+   * (an {@code fstat} of the cached replica's fd) is longer; true when no replica is cached. A
+   * reader at the end of a file nobody wrote to since asks no DataNode then, and returns -1 at once
+   * as stock does. (Bytes acknowledged before they reach the disk are found by the next read.)
+   */
+  private boolean maybeGrown(LocatedBlock last, String path) {
+    ReplicaLease cached =
+        source.leaseIfCached(last.getBlock(), src, Collections.singletonList(path));
+    if (cached == null) {
+      return true;
+    }
+    try {
+      return cached.length() > last.getBlockSize();
+    } finally {
+      cached.close();
+    }
   }
 
   /**
@@ -661,6 +759,14 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   long tailFallbacks() {
     return tailFallbacks.sum();
+  }
+
+  /**
+   * Stateful reads at the end of the stream that learned a longer visible length of the block being
+   * written from the local DataNode and read on.
+   */
+  long grownLengths() {
+    return grownLengths.sum();
   }
 
   /** Stock reads steered off an unhealthy local DataNode to another replica. */

@@ -8,6 +8,7 @@ import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.core.read.LocalBlockReader;
 import io.scr.core.read.TailNotReadyException;
 import io.scr.core.read.TailSnapshot;
+import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.LongAdder;
@@ -104,6 +105,35 @@ public final class TailReads {
         }
         tail = null; // ask again: the DataNode is a write ahead
       }
+    }
+  }
+
+  /**
+   * What the DataNode at {@code socketPath} knows of its replica of {@code block} now, visible
+   * length included: one REPLICA_STATE exchange over the pooled connection (no fds, no replica
+   * opened), for a stream that measures the visible length of its block being written on open or at
+   * its end. Null when that DataNode does not offer the request (a stock DataNode), refused it (no
+   * such replica, a bad token) or did not answer: the caller measures the stock way then.
+   *
+   * @throws java.io.InterruptedIOException on the calling thread's own interrupt
+   */
+  public TailSnapshot replicaState(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+      throws IOException {
+    if (!extensions.features(socketPath).replicaState()) {
+      return null;
+    }
+    stateRequests.increment();
+    try {
+      return ShortCircuitExchanges.replicaState(pool, socketPath, block, token);
+    } catch (java.io.EOFException e) {
+      extensions.extensionFailed(socketPath, "replica state request: " + e);
+      return null;
+    } catch (IOException e) {
+      if (Interrupts.isOwnInterrupt(e)) {
+        throw e;
+      }
+      return null;
     }
   }
 

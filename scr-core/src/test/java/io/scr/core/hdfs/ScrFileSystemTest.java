@@ -174,6 +174,8 @@ class ScrFileSystemTest {
       verify(scr, never()).lease(any(), any(), anyString(), any());
       verify(scr, never()).lease(any(), any(), anyString());
       verify(scr.replicaSource(), never()).lease(any(), any(), any(), anyString(), any());
+      verify(scr.replicaSource(), never())
+          .lease(any(ReadContext.class), any(), any(), anyString(), any(), anyBoolean());
     }
   }
 
@@ -184,7 +186,13 @@ class ScrFileSystemTest {
     ReplicaLease lease = mock(ReplicaLease.class);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
+            .lease(
+                any(ReadContext.class),
+                any(ExtendedBlock.class),
+                any(),
+                anyString(),
+                any(),
+                org.mockito.ArgumentMatchers.eq(false)))
         .thenReturn(lease);
     when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new ChecksumException("injected", 0));
@@ -207,7 +215,13 @@ class ScrFileSystemTest {
     ScrClient scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
+            .lease(
+                any(ReadContext.class),
+                any(ExtendedBlock.class),
+                any(),
+                anyString(),
+                any(),
+                org.mockito.ArgumentMatchers.eq(false)))
         .thenThrow(new InvalidToken("injected"))
         .thenReturn(null);
     try (ScrInputStream in = open("/fs/token", scr)) {
@@ -236,7 +250,13 @@ class ScrFileSystemTest {
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.isBackingOff("/dn.sock")).thenReturn(true, false);
     when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
+            .lease(
+                any(ReadContext.class),
+                any(ExtendedBlock.class),
+                any(),
+                anyString(),
+                any(),
+                org.mockito.ArgumentMatchers.eq(false)))
         .thenReturn(null, lease);
     try (ScrInputStream in = open("/fs/backoff", scr)) {
       byte[] buf = new byte[4096];
@@ -261,7 +281,13 @@ class ScrFileSystemTest {
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
+            .lease(
+                any(ReadContext.class),
+                any(ExtendedBlock.class),
+                any(),
+                anyString(),
+                any(),
+                org.mockito.ArgumentMatchers.eq(false)))
         .thenReturn(lease);
     AtomicLong now = new AtomicLong(-1L << 40); // a negative origin, as System.nanoTime may have
     try (ScrInputStream in = open("/fs/demoted", scr, now::get)) {
@@ -296,7 +322,13 @@ class ScrFileSystemTest {
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
+            .lease(
+                any(ReadContext.class),
+                any(ExtendedBlock.class),
+                any(),
+                anyString(),
+                any(),
+                org.mockito.ArgumentMatchers.eq(false)))
         .thenReturn(lease);
     try (ScrInputStream in = open("/fs/interrupted", scr)) {
       byte[] buf = new byte[4096];
@@ -328,7 +360,13 @@ class ScrFileSystemTest {
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
+            .lease(
+                any(ReadContext.class),
+                any(ExtendedBlock.class),
+                any(),
+                anyString(),
+                any(),
+                org.mockito.ArgumentMatchers.eq(false)))
         .thenReturn(lease);
     try (ScrInputStream in = open("/fs/closed-under", scr)) {
       byte[] buf = new byte[4096];
@@ -338,7 +376,13 @@ class ScrFileSystemTest {
       assertEquals(1, in.reopens());
       assertEquals(0, in.fallbacks());
       verify(scr.replicaSource(), times(2))
-          .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any());
+          .lease(
+              any(ReadContext.class),
+              any(ExtendedBlock.class),
+              any(),
+              anyString(),
+              any(),
+              org.mockito.ArgumentMatchers.eq(false));
     }
   }
 
@@ -352,7 +396,13 @@ class ScrFileSystemTest {
     ScrClient scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
+            .lease(
+                any(ReadContext.class),
+                any(ExtendedBlock.class),
+                any(),
+                anyString(),
+                any(),
+                org.mockito.ArgumentMatchers.eq(false)))
         .thenReturn(null);
     DFSClient client = DFS.dfs().fileSystem().getClient();
     ExtendedBlock block = client.getLocatedBlocks("/fs/absent", 0).get(0).getBlock();
@@ -366,7 +416,13 @@ class ScrFileSystemTest {
       assertEquals(1, in.localBlockCount(), "not demoted");
       assertEquals(3, in.fallbacks(), "one per read");
       verify(scr.replicaSource(), times(3))
-          .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any());
+          .lease(
+              any(ReadContext.class),
+              any(ExtendedBlock.class),
+              any(),
+              anyString(),
+              any(),
+              org.mockito.ArgumentMatchers.eq(false));
     }
   }
 
