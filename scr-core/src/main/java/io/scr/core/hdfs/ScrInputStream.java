@@ -48,6 +48,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Refresh.</b> The table and the demotions are {@link StreamBlocks}'.
  *
+ * <p><b>Files being written.</b> The block being written is read short-circuit up to the stream's
+ * visible length ({@link TailReads}). That length is measured on open from the local DataNode's
+ * memory where it has the scr shim ({@link LocalVisibleLength#onOpen}, in place of stock's TCP
+ * RPC), and a stateful read at the end asks the local DataNode again when the replica's block file
+ * has grown ({@link #learnGrownLength}), so a reader can read on without reopening.
+ *
  * <p><b>Failures are transient unless they prove otherwise.</b> A failed or refused short-circuit
  * read sends the rest of that read to the stock path; what the failure means for the block, with a
  * bound on every decision, is {@link ReadFailures}'. A read of a block no local DataNode holds
