@@ -293,6 +293,7 @@ abstract class BeingWrittenReadContract {
     long tailShortCircuit = 0;
     long rpcBefore = 0;
     long loadsBefore = 0;
+    long stateRequestsBefore = 0;
     try (FSDataOutputStream out = dfs().fileSystem().create(path)) {
       for (int round = 0; round < rounds; round++) {
         byte[] record = new byte[1 + random.nextInt(3000)];
@@ -304,6 +305,7 @@ abstract class BeingWrittenReadContract {
           // From the second reopen on: the first stream opened the replica.
           rpcBefore = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength");
           loadsBefore = fs.scrClient().cacheStats().loadSuccessCount();
+          stateRequestsBefore = fs.scrClient().metricsSnapshot().tailStateRequests();
         }
         try (FSDataInputStream in = fs.open(path)) {
           in.seek(position);
@@ -329,11 +331,15 @@ abstract class BeingWrittenReadContract {
     }
     long rpcs = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength") - rpcBefore;
     long loads = fs.scrClient().cacheStats().loadSuccessCount() - loadsBefore;
+    long stateRequests = fs.scrClient().metricsSnapshot().tailStateRequests() - stateRequestsBefore;
     System.out.printf(
-        "%s: %d reopens, %d getReplicaVisibleLength RPCs, %d replicas opened, %d of %d bytes"
-            + " short-circuit%n",
-        dfs().mode(), rounds - 1, rpcs, loads, tailShortCircuit, tailBytes);
+        "%s: %d reopens, %d getReplicaVisibleLength RPCs, %d REPLICA_STATE requests, %d replicas"
+            + " opened, %d of %d bytes short-circuit%n",
+        dfs().mode(), rounds - 1, rpcs, stateRequests, loads, tailShortCircuit, tailBytes);
     assertEquals(modeB() ? 0 : rounds - 1, rpcs, "getReplicaVisibleLength RPCs served");
+    // Mode B: the open's answer also verifies the tail chunk the stream then reads.
+    assertEquals(
+        modeB() ? rounds - 1 : 0, stateRequests, "REPLICA_STATE requests (TailStateRequests)");
     assertEquals(0, loads, "replicas opened again after the first stream");
     if (modeB()) {
       assertEquals(tailBytes, tailShortCircuit, "short-circuit bytes");
