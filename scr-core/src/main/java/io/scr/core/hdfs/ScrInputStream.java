@@ -129,25 +129,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   /**
    * A stream of {@code src} whose short-circuit reads go through {@code scr}, with the time source
-   * demotions are measured with and the budget of block-file mappings zero-copy reads use.
-   */
-  ScrInputStream(
-      DFSClient client,
-      String src,
-      boolean verifyChecksum,
-      LocatedBlocks locatedBlocks,
-      ScrClient scr,
-      Ticker ticker,
-      MappingBudget mappingBudget)
-      throws IOException {
-    this(client, src, verifyChecksum, locatedBlocks, scr, ticker, mappingBudget, -1);
-  }
-
-  /**
-   * As {@link #ScrInputStream(DFSClient, String, boolean, LocatedBlocks, ScrClient, Ticker,
-   * MappingBudget)}, with the visible length of the block being written that the local DataNode
-   * reported just now ({@link LocalVisibleLength#onOpen}; -1: none, stock asks a DataNode over
-   * TCP).
+   * demotions are measured with, the budget of block-file mappings zero-copy reads use, and the
+   * visible length of the block being written that the local DataNode reported just now ({@link
+   * LocalVisibleLength#onOpen}; -1: none, stock asks a DataNode over TCP).
    */
   ScrInputStream(
       DFSClient client,
