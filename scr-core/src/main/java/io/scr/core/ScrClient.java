@@ -498,6 +498,12 @@ public final class ScrClient implements Closeable, EngineState {
     return replicas.extensions();
   }
 
+  /** How this engine reads blocks being written (up to a reader's visible length). */
+  @Override
+  public io.scr.core.replica.TailReads tailReads() {
+    return replicaSource().tailReads();
+  }
+
   /**
    * The memory of blocks local DataNodes refused as not held there: neither {@link #lease} nor
    * {@link #leaseFromLocalDataNode} asks such a DataNode again for that block within the memory's

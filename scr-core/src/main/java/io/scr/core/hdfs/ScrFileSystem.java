@@ -28,10 +28,11 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * <p>{@link #open(Path, int)} returns a real {@code HdfsDataInputStream} wrapping a {@code
  * DFSInputStream} subclass, so code that checks {@code instanceof HdfsDataInputStream} or {@code
  * CanUnbuffer} (HBase) and reads {@code getReadStatistics()} sees short-circuit bytes as it does
- * with stock short-circuit reads. Local finalized blocks are served through the shared {@link
- * ScrClient}; remote replicas, the block a writer still has open, erasure-coded files and any
- * short-circuit failure take the stock code path. Everything other than opening files for read is
- * the stock file system.
+ * with stock short-circuit reads. Local blocks are served through the shared {@link ScrClient}, the
+ * block a writer still has open up to the stream's visible length (measured from the local
+ * DataNode's memory where it has the scr shim, {@link LocalVisibleLength}); remote replicas,
+ * erasure-coded files and any short-circuit failure take the stock code path. Everything other than
+ * opening files for read is the stock file system.
  *
  * <p>Owns one reference to the {@link ScrClient} of its client context, taken in {@link
  * #initialize} and given back in {@link #close()}.
@@ -149,7 +150,14 @@ public class ScrFileSystem extends DistributedFileSystem {
     } else {
       ScrInputStream scrIn =
           new ScrInputStream(
-              client, src, verifyChecksum, blocks, engine, Ticker.systemTicker(), mappingBudget);
+              client,
+              src,
+              verifyChecksum,
+              blocks,
+              engine,
+              Ticker.systemTicker(),
+              mappingBudget,
+              LocalVisibleLength.onOpen(engine, blocks));
       scrIn.prefetch(prefetchMaxBlocks); // queues the opens; never waits for them
       in = scrIn;
     }

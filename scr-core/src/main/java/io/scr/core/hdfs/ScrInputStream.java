@@ -8,11 +8,13 @@ import io.scr.core.read.MappingBudget;
 import io.scr.core.read.TailNotReadyException;
 import io.scr.core.replica.ReadContext;
 import io.scr.core.replica.ReplicaSource;
+import io.scr.core.replica.TailReads;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
@@ -45,6 +47,12 @@ import org.slf4j.LoggerFactory;
  * returned are the same either way.
  *
  * <p><b>Refresh.</b> The table and the demotions are {@link StreamBlocks}'.
+ *
+ * <p><b>Files being written.</b> The block being written is read short-circuit up to the stream's
+ * visible length ({@link TailReads}). That length is measured on open from the local DataNode's
+ * memory where it has the scr shim ({@link LocalVisibleLength#onOpen}, in place of stock's TCP
+ * RPC), and a stateful read at the end asks the local DataNode again when the replica's block file
+ * has grown ({@link #learnGrownLength}), so a reader can read on without reopening.
  *
  * <p><b>Failures are transient unless they prove otherwise.</b> A failed or refused short-circuit
  * read sends the rest of that read to the stock path; what the failure means for the block, with a
@@ -108,6 +116,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   /** Reads of the block being written whose rest went stock for a reason of the writer's. */
   private final LongAdder tailFallbacks = new LongAdder();
 
+  /**
+   * Stateful reads at the end that found the block being written grown ({@link #learnGrownLength}).
+   */
+  private final LongAdder grownLengths = new LongAdder();
+
   /** Stock DataNode choices steered off an unhealthy local DataNode ({@link #nodesToSkip}). */
   private final LongAdder steeredReads = new LongAdder();
 
@@ -116,7 +129,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   /**
    * A stream of {@code src} whose short-circuit reads go through {@code scr}, with the time source
-   * demotions are measured with and the budget of block-file mappings zero-copy reads use.
+   * demotions are measured with, the budget of block-file mappings zero-copy reads use, and the
+   * visible length of the block being written that the local DataNode reported just now ({@link
+   * LocalVisibleLength#onOpen}; -1: none, stock asks a DataNode over TCP).
    */
   ScrInputStream(
       DFSClient client,
@@ -125,9 +140,10 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       LocatedBlocks locatedBlocks,
       ScrClient scr,
       Ticker ticker,
-      MappingBudget mappingBudget)
+      MappingBudget mappingBudget,
+      long lastBlockVisibleLength)
       throws IOException {
-    super(client, src, verifyChecksum, locatedBlocks);
+    super(client, src, verifyChecksum, locatedBlocks, lastBlockVisibleLength);
     this.scr = scr;
     this.source = scr.replicaSource();
     this.zeroCopy = new ZeroCopyReads(src, mappingBudget);
@@ -277,7 +293,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   @GuardedBy("this")
   private int readLocalAtPosition(ReadContext context, ByteBuffer buf) throws IOException {
-    if (pos >= getFileLength()) {
+    if (pos >= getFileLength() && !learnGrownLength()) {
       return -1;
     }
     BlockTable t = tableFor(pos);
@@ -302,6 +318,79 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       advance(n);
     }
     return n;
+  }
+
+  /**
+   * At the end of what the stream measured, while its last block is still being written on a local
+   * DataNode: asks that DataNode for the block's visible length now, and when it has grown, makes
+   * the stream's file length (stock's too) reach it; true then. A DataNode with the scr shim
+   * answers from its memory over the pooled UNIX socket (REPLICA_STATE); a stock DataNode by its
+   * {@code getReplicaVisibleLength} RPC, the one stock's reopen would make ({@link
+   * LocalVisibleLength}). Either way the new bytes are then read short-circuit like the rest of the
+   * block. The DataNode is asked only when the replica's block file has grown past the stream's
+   * length ({@link #maybeGrown}). Positional reads past the end still return -1, as stock's do:
+   * only a stateful read at the end asks.
+   */
+  @GuardedBy("this")
+  private boolean learnGrownLength() throws IOException {
+    LocatedBlock last;
+    synchronized (infoLock) {
+      LocatedBlocks lbs = locatedBlocks;
+      LocatedBlock current = lbs.isLastBlockComplete() ? null : lbs.getLastLocatedBlock();
+      if (current == null
+          || current.isCorrupt()
+          || pos != current.getStartOffset() + current.getBlockSize()) {
+        return false;
+      }
+      // A copy: stock sets the length of its own instance when it measures again.
+      last = new LocatedBlock(new ExtendedBlock(current.getBlock()), current.getLocations());
+      last.setBlockToken(current.getBlockToken());
+    }
+    String path = LocalVisibleLength.localPath(scr, last);
+    if (path == null || !maybeGrown(last, path)) {
+      return false;
+    }
+    long visible;
+    if (scr.extensions().features(path).replicaState()) {
+      visible = LocalVisibleLength.fromMemory(scr, last, path);
+    } else {
+      DatanodeInfo dn = LocalVisibleLength.dataNodeAt(scr, last, path);
+      try {
+        visible = dn == null ? -1 : replicaVisibleLength(last, dn);
+      } catch (IOException e) {
+        if (Interrupts.isOwnInterrupt(e)) {
+          throw e;
+        }
+        LOG.debug(
+            "{} of {}: no visible length from {}: {}", last.getBlock(), src, dn, e.toString());
+        visible = -1;
+      }
+    }
+    if (visible < 0 || !extendLastBlock(last.getBlock(), visible)) {
+      return false;
+    }
+    grownLengths.increment();
+    rebuild(null);
+    return pos < getFileLength();
+  }
+
+  /**
+   * Whether the replica at {@code path} may hold bytes past {@code last}'s length: its block file
+   * (an {@code fstat} of the cached replica's fd) is longer; true when no replica is cached. A
+   * reader at the end of a file nobody wrote to since asks no DataNode then, and returns -1 at once
+   * as stock does. (Bytes acknowledged before they reach the disk are found by the next read.)
+   */
+  private boolean maybeGrown(LocatedBlock last, String path) {
+    ReplicaLease cached =
+        source.leaseIfCached(last.getBlock(), src, Collections.singletonList(path));
+    if (cached == null) {
+      return true;
+    }
+    try {
+      return cached.length() > last.getBlockSize();
+    } finally {
+      cached.close();
+    }
   }
 
   /**
@@ -417,12 +506,16 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    * Reads up to {@code len} bytes at {@code pos} of block {@code i} from its replica into {@code
    * buf}; returns the bytes read, or -1 when none (the caller reads the rest the stock way). On a
    * failure {@code buf}'s position is left just past the bytes returned.
+   *
+   * <p>One lease-and-retry loop for every block; what differs per block is how a lease is read
+   * ({@link #readReplica}): a finalized replica to the block's end, the block being written up to
+   * the visible length the table holds for it ({@link TailReads}). What the block being written
+   * cannot serve now (not yet on disk, the tail moving, the partial last chunk from a stock
+   * DataNode, a replica recovered under the reader) is left to the stock read without a corruption
+   * report or a demotion: the next read tries again.
    */
   private int readLocal(ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
       throws IOException {
-    if (t.beingWritten[i]) {
-      return readBeingWritten(context, t, i, pos, buf, len);
-    }
     long blockOffset = pos - t.starts[i];
     int start = buf.position();
     int done = 0;
@@ -433,12 +526,17 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       }
       try {
         while (done < len) {
-          int n = lease.read(blockOffset + done, buf, verifyChecksum);
+          int n = readReplica(context, lease, t, i, blockOffset + done, buf);
           if (n <= 0) {
             break; // the replica is shorter than the NameNode says: the stock path decides
           }
           done += n;
         }
+        break;
+      } catch (TailNotReadyException e) {
+        buf.position(start + done);
+        tailFallbacks.increment();
+        LOG.debug("{} of {}: {}", t.blocks[i].getBlock(), src, e.getMessage());
         break;
       } catch (ChecksumException e) {
         buf.position(start + done);
@@ -458,87 +556,41 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   }
 
   /**
-   * {@link #readLocal} of the block being written: up to the visible length the table holds for it
-   * ({@link TailReads}). What cannot be served now (not yet on disk, the tail moving, the partial
-   * last chunk from a stock DataNode, a replica recovered under the reader) is left to the stock
-   * read, without a corruption report or a demotion: the next read tries again.
+   * One read of {@code lease} at {@code blockOffset} of block {@code i}: a finalized replica by
+   * {@link ReplicaLease#read}; the block being written by {@link TailReads#read}, never past the
+   * table's end for it, which throws {@link TailNotReadyException} (never a {@link
+   * ChecksumException}) for what it cannot serve now.
    */
-  private int readBeingWritten(
-      ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
+  private int readReplica(
+      ReadContext context,
+      ReplicaLease lease,
+      BlockTable t,
+      int i,
+      long blockOffset,
+      ByteBuffer buf)
       throws IOException {
-    long blockOffset = pos - t.starts[i];
-    long visible = t.ends[i] - t.starts[i];
-    LocatedBlock lb = t.blocks[i];
-    int start = buf.position();
-    int done = 0;
-    for (int attempt = 0; ; attempt++) {
-      ReplicaLease lease = leaseBeingWritten(context, t, i, pos + done);
-      if (lease == null) {
-        break;
-      }
-      try {
-        while (done < len) {
-          int n =
-              source
-                  .tailReads()
-                  .read(
-                      lease,
-                      lb.getBlock(),
-                      lb.getBlockToken(),
-                      blockOffset + done,
-                      buf,
-                      visible,
-                      verifyChecksum,
-                      context);
-          if (n <= 0) {
-            break;
-          }
-          done += n;
-        }
-        break;
-      } catch (TailNotReadyException e) {
-        buf.position(start + done);
-        tailFallbacks.increment();
-        LOG.debug("{} of {}: {}", lb.getBlock(), src, e.getMessage());
-        break;
-      } catch (IOException e) {
-        buf.position(start + done);
-        if (!failures.leaseAgainAfter(t, i, e, attempt)) {
-          break;
-        }
-      } finally {
-        source.release(context, lease);
-      }
+    if (!t.beingWritten[i]) {
+      return lease.read(blockOffset, buf, verifyChecksum);
     }
-    return counted(done);
-  }
-
-  /** {@link #lease} of the block being written (a replica opened for a growing file). */
-  private ReplicaLease leaseBeingWritten(ReadContext context, BlockTable t, int i, long pos)
-      throws IOException {
     LocatedBlock lb = t.blocks[i];
-    try {
-      ReplicaLease lease =
-          source.lease(context, lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src, true);
-      return lease != null ? lease : failures.noLease(t, i, null);
-    } catch (InvalidToken e) {
-      LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
-      fetchBlockAt(pos);
-      rebuild(null);
-      failures.tokenExpired();
-      return null;
-    } catch (IOException e) {
-      if (Interrupts.isOwnInterrupt(e)) {
-        throw e;
-      }
-      return failures.noLease(t, i, e);
-    }
+    return source
+        .tailReads()
+        .read(
+            lease,
+            lb.getBlock(),
+            lb.getBlockToken(),
+            blockOffset,
+            buf,
+            t.ends[i] - t.starts[i],
+            verifyChecksum,
+            context);
   }
 
   /**
    * Leases the replica of {@code t.blocks[i]} from the engine's {@link ReplicaSource}: with the
-   * thread's spare lease object when {@code context} is given, a new lease (one that outlives the
-   * read) when it is null; null when the block goes stock this time.
+   * thread's spare lease object when {@code context} is given (a replica opened for a growing file
+   * when the block is being written), a new lease (one that outlives the read, for zero-copy reads
+   * of finalized blocks only) when it is null; null when the block goes stock this time.
    */
   private ReplicaLease lease(ReadContext context, BlockTable t, int i, long pos)
       throws IOException {
@@ -551,7 +603,13 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     try {
       lease =
           context != null
-              ? source.lease(context, lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src)
+              ? source.lease(
+                  context,
+                  lb.getBlock(),
+                  lb.getBlockToken(),
+                  t.socketPaths[i],
+                  src,
+                  t.beingWritten[i])
               : source.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
     } catch (InvalidToken e) {
       // Refetch the block's locations and token; this read goes stock, the next uses the new one.
@@ -691,6 +749,14 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   long tailFallbacks() {
     return tailFallbacks.sum();
+  }
+
+  /**
+   * Stateful reads at the end of the stream that learned a longer visible length of the block being
+   * written from the local DataNode and read on.
+   */
+  long grownLengths() {
+    return grownLengths.sum();
   }
 
   /** Stock reads steered off an unhealthy local DataNode to another replica. */

@@ -227,6 +227,21 @@ public enum ClientMetric {
       Kind.COUNTER,
       "requests",
       "Extension requests the DataNode closed the connection on (path then stock until restart)"),
+  // ---- files being written ----
+  TAIL_STATE_REQUESTS(
+      "TailStateRequests",
+      Kind.COUNTER,
+      "requests",
+      "REPLICA_STATE requests to a DataNode with the scr shim about a block being written (tail"
+          + " checksum snapshots, visible lengths measured on open or at a stream's end), over the"
+          + " UNIX socket instead of TCP"),
+  TAIL_FALLBACKS(
+      "TailFallbacks",
+      Kind.COUNTER,
+      "reads",
+      "Reads of a block being written that left bytes to the stock read for a reason of the"
+          + " writer's (not on disk yet, tail moving, partial last chunk from a stock DataNode,"
+          + " replica recovered)"),
   // ---- domain-socket pool ----
   SOCKET_CONNECTS(
       "SocketConnects", Kind.COUNTER, "connections", "Domain-socket connections opened"),

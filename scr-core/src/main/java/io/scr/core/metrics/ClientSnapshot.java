@@ -45,6 +45,8 @@ public final class ClientSnapshot {
   final long extensionProbes;
   final int extensionPeers;
   final long extensionFailures;
+  final long tailStateRequests;
+  final long tailFallbacks;
   final long absentReplicasRemembered;
   final long absentReplicaRequestsAvoided;
   final long replicasOrphaned;
@@ -95,6 +97,8 @@ public final class ClientSnapshot {
     this.extensionProbes = b.extensionProbes;
     this.extensionPeers = b.extensionPeers;
     this.extensionFailures = b.extensionFailures;
+    this.tailStateRequests = b.tailStateRequests;
+    this.tailFallbacks = b.tailFallbacks;
     this.absentReplicasRemembered = b.absentReplicasRemembered;
     this.absentReplicaRequestsAvoided = b.absentReplicaRequestsAvoided;
     this.replicasOrphaned = b.replicasOrphaned;
@@ -282,6 +286,16 @@ public final class ClientSnapshot {
     return extensionFailures;
   }
 
+  /** REPLICA_STATE requests about blocks being written. */
+  public long tailStateRequests() {
+    return tailStateRequests;
+  }
+
+  /** Reads of blocks being written that left bytes to the stock read for the writer's reason. */
+  public long tailFallbacks() {
+    return tailFallbacks;
+  }
+
   /** Replica open latency since start. */
   public ClientCounters.Latency replicaOpenLatency() {
     return replicaOpen;
@@ -401,6 +415,8 @@ public final class ClientSnapshot {
     long extensionProbes;
     int extensionPeers;
     long extensionFailures;
+    long tailStateRequests;
+    long tailFallbacks;
     long absentReplicasRemembered;
     long absentReplicaRequestsAvoided;
     long replicasOrphaned;

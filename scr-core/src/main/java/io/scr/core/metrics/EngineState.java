@@ -7,6 +7,7 @@ import io.scr.core.net.PathBackoff;
 import io.scr.core.net.PeerExtensions;
 import io.scr.core.read.MappedReads;
 import io.scr.core.replica.AbsentReplicas;
+import io.scr.core.replica.TailReads;
 import io.scr.shm.SlotPoolStats;
 import java.util.List;
 
@@ -38,6 +39,9 @@ public interface EngineState {
 
   /** Which DataNodes speak the scr shim's extensions. */
   PeerExtensions extensions();
+
+  /** Reads of blocks being written: their REPLICA_STATE requests and tail fallbacks. */
+  TailReads tailReads();
 
   /** The memory of replicas local DataNodes refused as absent. */
   AbsentReplicas absentReplicas();

@@ -151,6 +151,8 @@ public final class ScrClientMetrics implements MetricsSource {
     b.extensionProbes = client.extensions().probeCount();
     b.extensionPeers = client.extensions().extendedPathCount();
     b.extensionFailures = client.extensions().extensionFailureCount();
+    b.tailStateRequests = client.tailReads().stateRequests();
+    b.tailFallbacks = client.tailReads().notReadyCount();
     b.absentReplicasRemembered = client.absentReplicas().rememberedCount();
     b.absentReplicaRequestsAvoided = client.absentReplicas().avoidedCount();
     b.replicasOrphaned = counters.replicasOrphaned();
@@ -230,6 +232,8 @@ public final class ScrClientMetrics implements MetricsSource {
     counter(rb, ClientMetric.EXTENSION_PROBES, s.extensionProbes);
     gauge(rb, ClientMetric.EXTENSION_PEERS, s.extensionPeers);
     counter(rb, ClientMetric.EXTENSION_FAILURES, s.extensionFailures);
+    counter(rb, ClientMetric.TAIL_STATE_REQUESTS, s.tailStateRequests);
+    counter(rb, ClientMetric.TAIL_FALLBACKS, s.tailFallbacks);
     counter(rb, ClientMetric.ABSENT_REPLICAS_REMEMBERED, s.absentReplicasRemembered);
     counter(rb, ClientMetric.ABSENT_REPLICA_REQUESTS_AVOIDED, s.absentReplicaRequestsAvoided);
     counter(rb, ClientMetric.REPLICAS_ORPHANED, s.replicasOrphaned);

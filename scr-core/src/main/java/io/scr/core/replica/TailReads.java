@@ -1,6 +1,7 @@
 package io.scr.core.replica;
 
 import io.scr.cache.LeaseCache;
+import io.scr.cache.ReusableLease;
 import io.scr.core.ReplicaLease;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.PeerExtensions;
@@ -8,6 +9,7 @@ import io.scr.core.net.ShortCircuitExchanges;
 import io.scr.core.read.LocalBlockReader;
 import io.scr.core.read.TailNotReadyException;
 import io.scr.core.read.TailSnapshot;
+import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.LongAdder;
@@ -104,6 +106,64 @@ public final class TailReads {
         }
         tail = null; // ask again: the DataNode is a write ahead
       }
+    }
+  }
+
+  /**
+   * What the DataNode at {@code socketPath} knows of its replica of {@code block} now, visible
+   * length included: one REPLICA_STATE exchange over the pooled connection (no fds, no replica
+   * opened), for a stream that measures the visible length of its block being written on open or at
+   * its end. The answer is also kept on the block's cached replica, if any, for the reads that
+   * follow ({@link #keepOnCachedReplica}). Null when that DataNode does not offer the request (a
+   * stock DataNode), refused it (no such replica, a bad token) or did not answer: the caller
+   * measures the stock way then.
+   *
+   * @throws java.io.InterruptedIOException on the calling thread's own interrupt
+   */
+  public TailSnapshot replicaState(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
+      throws IOException {
+    if (!extensions.features(socketPath).replicaState()) {
+      return null;
+    }
+    stateRequests.increment();
+    try {
+      TailSnapshot state = ShortCircuitExchanges.replicaState(pool, socketPath, block, token);
+      keepOnCachedReplica(block, socketPath, state);
+      return state;
+    } catch (java.io.EOFException e) {
+      extensions.extensionFailed(socketPath, "replica state request: " + e);
+      return null;
+    } catch (IOException e) {
+      if (Interrupts.isOwnInterrupt(e)) {
+        throw e;
+      }
+      return null;
+    }
+  }
+
+  /**
+   * Keeps {@code state} on the cached replica of {@code block} at {@code socketPath}, if one of the
+   * same generation stamp opened for a growing file is cached, unless it holds a snapshot that
+   * covers more: a stream that measured its visible length this way on open then reads the block
+   * being written with no second request.
+   */
+  private void keepOnCachedReplica(ExtendedBlock block, String socketPath, TailSnapshot state) {
+    ReusableLease<Replica> cached = new ReusableLease<>();
+    if (!cache.leaseIfPresent(
+        new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath), cached)) {
+      return;
+    }
+    try {
+      Replica replica = cached.value();
+      TailSnapshot had = replica.tail;
+      if (replica.generationStamp() == state.generationStamp()
+          && replica.files().isGrowing()
+          && (had == null || had.dataLength() <= state.dataLength())) {
+        replica.tail = state;
+      }
+    } finally {
+      cached.close();
     }
   }
 

@@ -1,15 +1,18 @@
 package org.apache.hadoop.hdfs;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.util.Collection;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.protocol.ClientDatanodeProtocol;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
+import org.apache.hadoop.ipc.RPC;
 
 /**
  * The smallest bridge scr needs into package {@code org.apache.hadoop.hdfs}: {@link DFSInputStream}
@@ -21,10 +24,14 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  *
  * <p>It adds no behaviour of its own: each member forwards to exactly one Hadoop member, named in
  * its javadoc (the override of stock's DataNode choice asks a hook, {@link #nodesToSkip}, which
- * changes nothing here). It lives in a split package, which works on the class path (Hadoop is not
- * run as named modules). Checked against Hadoop 3.3.6, 3.4.2 and 3.5.0: one jar serves all three,
- * the one member whose signature differs between them ({@code DFSClient.updateFileSystemReadStats})
- * is bound once, when this class initializes.
+ * changes nothing here). The one exception is the visible length of the block being written: a
+ * length the subclass measured from the local DataNode's memory takes the place of the one stock
+ * would ask a DataNode for over TCP ({@link #openInfo}, {@link #extendLastBlock}), and lands in the
+ * same fields, through the same stock method, as stock's own measurement. It lives in a split
+ * package, which works on the class path (Hadoop is not run as named modules). Checked against
+ * Hadoop 3.3.6, 3.4.2 and 3.5.0: one jar serves all three, the members whose signature or access
+ * differs between them ({@code DFSClient.updateFileSystemReadStats}, the private {@code
+ * DFSInputStream.setLocatedBlocksFields}) are bound once, when this class initializes.
  *
  * <p>Thread-safety: as {@link DFSInputStream}.
  */
@@ -69,11 +76,178 @@ public abstract class ScrDfsInputStreamBase extends DFSInputStream {
     }
   }
 
+  /**
+   * {@code DFSInputStream.setLocatedBlocksFields(LocatedBlocks, long)}, private in 3.3.6, 3.4 and
+   * 3.5: what stock's {@code openInfo} does with a block list and the visible length it measured
+   * for its block being written (the stream's block list, that length, the encryption info and the
+   * refresh time). Null, with {@link #LOCAL_LENGTH_UNAVAILABLE} saying why, where this Hadoop has
+   * no such member: streams then measure the stock way.
+   */
+  private static final MethodHandle SET_LOCATED_BLOCKS_FIELDS;
+
+  /** Why {@link #SET_LOCATED_BLOCKS_FIELDS} is null; null when it is bound. */
+  private static final String LOCAL_LENGTH_UNAVAILABLE;
+
+  static {
+    MethodHandle h = null;
+    String why = null;
+    try {
+      h =
+          MethodHandles.privateLookupIn(DFSInputStream.class, MethodHandles.lookup())
+              .findVirtual(
+                  DFSInputStream.class,
+                  "setLocatedBlocksFields",
+                  MethodType.methodType(void.class, LocatedBlocks.class, long.class));
+    } catch (ReflectiveOperationException | SecurityException | IllegalArgumentException e) {
+      why =
+          "this Hadoop's DFSInputStream has no setLocatedBlocksFields(LocatedBlocks, long) ("
+              + e
+              + "): the visible length of a block being written is asked of a DataNode over TCP,"
+              + " as stock does";
+    }
+    SET_LOCATED_BLOCKS_FIELDS = h;
+    LOCAL_LENGTH_UNAVAILABLE = why;
+  }
+
+  /**
+   * The visible length of the block being written that the stream under construction on this thread
+   * measured before stock's constructor ran ({@link #openInfo} takes it), with the block list it
+   * belongs to.
+   */
+  private static final ThreadLocal<MeasuredOnOpen> MEASURED_ON_OPEN = new ThreadLocal<>();
+
+  private static final class MeasuredOnOpen {
+    final LocatedBlocks blocks;
+    final long visibleLength;
+
+    MeasuredOnOpen(LocatedBlocks blocks, long visibleLength) {
+      this.blocks = blocks;
+      this.visibleLength = visibleLength;
+    }
+  }
+
   /** Forwards to {@code DFSInputStream(DFSClient, String, boolean, LocatedBlocks)}. */
   protected ScrDfsInputStreamBase(
       DFSClient client, String src, boolean verifyChecksum, LocatedBlocks locatedBlocks)
       throws IOException {
-    super(client, src, verifyChecksum, locatedBlocks);
+    this(client, src, verifyChecksum, locatedBlocks, -1);
+  }
+
+  /**
+   * {@code DFSInputStream(DFSClient, String, boolean, LocatedBlocks)}, whose {@code openInfo} takes
+   * {@code lastBlockVisibleLength} (when not negative) as the visible length of the block being
+   * written instead of asking a DataNode for it over TCP ({@code getReplicaVisibleLength}).
+   *
+   * @param lastBlockVisibleLength the visible length of {@code locatedBlocks}' last block, which is
+   *     not complete, as a DataNode holding it reported it just now; -1: measure it the stock way
+   */
+  protected ScrDfsInputStreamBase(
+      DFSClient client,
+      String src,
+      boolean verifyChecksum,
+      LocatedBlocks locatedBlocks,
+      long lastBlockVisibleLength)
+      throws IOException {
+    super(client, src, verifyChecksum, measuredOnOpen(locatedBlocks, lastBlockVisibleLength));
+  }
+
+  private static LocatedBlocks measuredOnOpen(LocatedBlocks blocks, long visibleLength) {
+    if (visibleLength >= 0
+        && SET_LOCATED_BLOCKS_FIELDS != null
+        && blocks != null
+        && !blocks.isLastBlockComplete()
+        && blocks.getLastLocatedBlock() != null) {
+      MEASURED_ON_OPEN.set(new MeasuredOnOpen(blocks, visibleLength));
+    } else {
+      MEASURED_ON_OPEN.remove();
+    }
+    return blocks;
+  }
+
+  /**
+   * Stock's {@code openInfo(boolean)}, except on construction with a visible length measured for
+   * the block being written: that length is used as stock would use the one it asks a DataNode for
+   * (the last block's {@code numBytes} and {@code setLocatedBlocksFields}), and no DataNode is
+   * asked. A refresh ({@code refreshLocatedBlocks}) and every later call are stock's.
+   */
+  @Override
+  void openInfo(boolean refreshLocatedBlocks) throws IOException {
+    MeasuredOnOpen measured = MEASURED_ON_OPEN.get();
+    MEASURED_ON_OPEN.remove();
+    if (measured == null || refreshLocatedBlocks || measured.blocks != locatedBlocks) {
+      super.openInfo(refreshLocatedBlocks);
+      return;
+    }
+    synchronized (infoLock) {
+      useVisibleLength(locatedBlocks, measured.visibleLength);
+    }
+  }
+
+  /**
+   * Raises the visible length of the stream's block being written to {@code visibleLength}, as a
+   * DataNode holding {@code block} reported it just now, the way stock's {@code openInfo} sets the
+   * length it measures; reads may then reach it (the stock ones too). Does nothing and returns
+   * false unless the stream's last block is still the one being written, is {@code block} (same id
+   * and generation stamp), and {@code visibleLength} is longer than the stream's.
+   */
+  protected final boolean extendLastBlock(ExtendedBlock block, long visibleLength) {
+    if (SET_LOCATED_BLOCKS_FIELDS == null) {
+      return false;
+    }
+    synchronized (infoLock) {
+      LocatedBlocks blocks = locatedBlocks;
+      LocatedBlock last = blocks.isLastBlockComplete() ? null : blocks.getLastLocatedBlock();
+      if (last == null
+          || last.getBlock().getBlockId() != block.getBlockId()
+          || last.getBlock().getGenerationStamp() != block.getGenerationStamp()
+          || visibleLength <= last.getBlockSize()) {
+        return false;
+      }
+      useVisibleLength(blocks, visibleLength);
+      return true;
+    }
+  }
+
+  /**
+   * The visible length of {@code block}'s replica on {@code dataNode}, asked the way stock's {@code
+   * DFSInputStream.readBlockLength} asks each location: {@code
+   * ClientDatanodeProtocol.getReplicaVisibleLength} over a proxy made by {@code
+   * DFSUtilClient.createClientDatanodeProtocolProxy} with the client's configuration, socket
+   * timeout and hostname setting (Hadoop's IPC client keeps the TCP connection for reuse), stopped
+   * after the call.
+   */
+  protected final long replicaVisibleLength(LocatedBlock block, DatanodeInfo dataNode)
+      throws IOException {
+    ClientDatanodeProtocol cdp =
+        DFSUtilClient.createClientDatanodeProtocolProxy(
+            dataNode,
+            dfsClient.getConfiguration(),
+            dfsClient.getConf().getSocketTimeout(),
+            dfsClient.getConf().isConnectToDnViaHostname(),
+            block);
+    try {
+      return cdp.getReplicaVisibleLength(block.getBlock());
+    } finally {
+      RPC.stopProxy(cdp);
+    }
+  }
+
+  /** Why the visible length is measured the stock way in this JVM; null when it is not. */
+  public static String localVisibleLengthUnavailable() {
+    return LOCAL_LENGTH_UNAVAILABLE;
+  }
+
+  @GuardedBy("infoLock")
+  private void useVisibleLength(LocatedBlocks blocks, long visibleLength) {
+    blocks.getLastLocatedBlock().getBlock().setNumBytes(visibleLength);
+    try {
+      SET_LOCATED_BLOCKS_FIELDS.invokeExact((DFSInputStream) this, blocks, visibleLength);
+    } catch (RuntimeException | Error e) {
+      throw e;
+    } catch (Throwable e) {
+      // setLocatedBlocksFields declares no checked exception.
+      throw new IllegalStateException("DFSInputStream.setLocatedBlocksFields failed", e);
+    }
   }
 
   /** {@code DFSClient.checkOpen()}: throws when the client (file system) has been closed. */

@@ -174,6 +174,8 @@ class ScrFileSystemTest {
       verify(scr, never()).lease(any(), any(), anyString(), any());
       verify(scr, never()).lease(any(), any(), anyString());
       verify(scr.replicaSource(), never()).lease(any(), any(), any(), anyString(), any());
+      verify(scr.replicaSource(), never())
+          .lease(any(ReadContext.class), any(), any(), anyString(), any(), anyBoolean());
     }
   }
 
@@ -183,9 +185,7 @@ class ScrFileSystemTest {
     ScrClient scr = mockScr();
     ReplicaLease lease = mock(ReplicaLease.class);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
-    when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
-        .thenReturn(lease);
+    when(streamLease(scr.replicaSource())).thenReturn(lease);
     when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new ChecksumException("injected", 0));
     try (ScrInputStream in = open("/fs/corrupt", scr)) {
@@ -206,10 +206,7 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/token", BLOCK, 6);
     ScrClient scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
-    when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
-        .thenThrow(new InvalidToken("injected"))
-        .thenReturn(null);
+    when(streamLease(scr.replicaSource())).thenThrow(new InvalidToken("injected")).thenReturn(null);
     try (ScrInputStream in = open("/fs/token", scr)) {
       byte[] all = new byte[data.length];
       in.readFully(0, all);
@@ -235,9 +232,7 @@ class ScrFileSystemTest {
     ReplicaLease lease = servingLease(data);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.isBackingOff("/dn.sock")).thenReturn(true, false);
-    when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
-        .thenReturn(null, lease);
+    when(streamLease(scr.replicaSource())).thenReturn(null, lease);
     try (ScrInputStream in = open("/fs/backoff", scr)) {
       byte[] buf = new byte[4096];
       in.readFully(0, buf); // backing off: stock
@@ -260,9 +255,7 @@ class ScrFileSystemTest {
         .thenThrow(new IOException("injected"))
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
-        .thenReturn(lease);
+    when(streamLease(scr.replicaSource())).thenReturn(lease);
     AtomicLong now = new AtomicLong(-1L << 40); // a negative origin, as System.nanoTime may have
     try (ScrInputStream in = open("/fs/demoted", scr, now::get)) {
       byte[] buf = new byte[4096];
@@ -295,9 +288,7 @@ class ScrFileSystemTest {
         .thenThrow(new ClosedByInterruptException())
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
-        .thenReturn(lease);
+    when(streamLease(scr.replicaSource())).thenReturn(lease);
     try (ScrInputStream in = open("/fs/interrupted", scr)) {
       byte[] buf = new byte[4096];
       Thread.currentThread().interrupt();
@@ -327,9 +318,7 @@ class ScrFileSystemTest {
         .thenThrow(new AsynchronousCloseException())
         .thenAnswer(copyFrom(data));
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
-        .thenReturn(lease);
+    when(streamLease(scr.replicaSource())).thenReturn(lease);
     try (ScrInputStream in = open("/fs/closed-under", scr)) {
       byte[] buf = new byte[4096];
       in.readFully(0, buf);
@@ -337,8 +326,7 @@ class ScrFileSystemTest {
       assertEquals(1, in.shortCircuitReads());
       assertEquals(1, in.reopens());
       assertEquals(0, in.fallbacks());
-      verify(scr.replicaSource(), times(2))
-          .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any());
+      streamLease(verify(scr.replicaSource(), times(2)));
     }
   }
 
@@ -351,9 +339,7 @@ class ScrFileSystemTest {
     byte[] data = DFS.dfs().writeRandomFile("/fs/absent", BLOCK, 11);
     ScrClient scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
-    when(scr.replicaSource()
-            .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any()))
-        .thenReturn(null);
+    when(streamLease(scr.replicaSource())).thenReturn(null);
     DFSClient client = DFS.dfs().fileSystem().getClient();
     ExtendedBlock block = client.getLocatedBlocks("/fs/absent", 0).get(0).getBlock();
     scr.absentReplicas().remember(block, "/dn.sock");
@@ -365,8 +351,7 @@ class ScrFileSystemTest {
       }
       assertEquals(1, in.localBlockCount(), "not demoted");
       assertEquals(3, in.fallbacks(), "one per read");
-      verify(scr.replicaSource(), times(3))
-          .lease(any(ReadContext.class), any(ExtendedBlock.class), any(), anyString(), any());
+      streamLease(verify(scr.replicaSource(), times(3)));
     }
   }
 
@@ -411,7 +396,22 @@ class ScrFileSystemTest {
         client.getLocatedBlocks(src, 0),
         scr,
         ticker,
-        ScrFileSystem.mappingBudget(null));
+        ScrFileSystem.mappingBudget(null),
+        -1);
+  }
+
+  /**
+   * The lease call a stream makes for a read of a complete block, with argument matchers: inside
+   * {@code when(...)}, or on {@code verify(...)}'s result.
+   */
+  private static ReplicaLease streamLease(ReplicaSource source) throws IOException {
+    return source.lease(
+        any(ReadContext.class),
+        any(ExtendedBlock.class),
+        any(),
+        anyString(),
+        any(),
+        org.mockito.ArgumentMatchers.eq(false));
   }
 
   private static ScrInputStream open(String src, ScrClient scr) throws IOException {

@@ -226,4 +226,125 @@ abstract class BeingWrittenReadContract {
       assertEquals(data.length, shortCircuitBytes(in));
     }
   }
+
+  /**
+   * A stream that read to the end of an open file reads on, on the same stream, once the writer
+   * hflushed more: its stateful read at the end learns the block's new visible length from the
+   * local DataNode and returns exactly the new bytes, short-circuit (mode B: all of them; mode A:
+   * up to the last whole chunk, the partial one from the stock read), and nothing past them.
+   */
+  @Test
+  void streamAtTheEndReadsNewlyFlushedBytesShortCircuit() throws IOException {
+    Path path = new Path("/being-written/at-end-" + dfs().mode());
+    byte[] first = new byte[3 * CHUNK + 100];
+    byte[] second = new byte[5 * CHUNK + 37];
+    new Random(11).nextBytes(first);
+    new Random(12).nextBytes(second);
+    ScrFileSystem fs = scrFileSystem();
+    try (FSDataOutputStream out = dfs().fileSystem().create(path)) {
+      out.write(first);
+      out.hflush();
+      try (FSDataInputStream in = fs.open(path)) {
+        byte[] got = new byte[first.length];
+        in.readFully(got);
+        assertArrayEquals(first, got);
+        assertEquals(-1, in.read(), "the end of what the writer flushed");
+        out.write(second);
+        out.hflush();
+        long before = shortCircuitBytes(in);
+        byte[] more = new byte[second.length + 100];
+        int n = 0;
+        int r;
+        while ((r = in.read(more, n, more.length - n)) > 0) {
+          n += r;
+        }
+        assertEquals(second.length, n, "the newly flushed bytes and no more");
+        assertArrayEquals(second, Arrays.copyOf(more, n));
+        assertEquals(first.length + second.length, in.getPos());
+        assertEquals(first.length + second.length, unwrap(in).getFileLength());
+        long expected = modeB() ? second.length : 8 * CHUNK - first.length;
+        assertEquals(expected, shortCircuitBytes(in) - before, "short-circuit bytes read on");
+        assertEquals(-1, in.read(), "nothing past what the DataNode reports visible");
+        assertEquals(0, unwrap(in).checksumFallbacks());
+      }
+    }
+    assertEquals(0, dfs().cluster().getNamesystem().getCorruptReplicaBlocks());
+  }
+
+  /**
+   * A tailing reader as HBase's WAL reader is (open, seek to where it stopped, read to the end,
+   * close, again) after each hflush: every new stream measures the visible length of the block
+   * being written, and with the scr shim (mode B) it asks the local DataNode's memory over the UNIX
+   * socket, so the DataNode serves no {@code getReplicaVisibleLength} RPC; a stock DataNode (mode
+   * A) is asked over TCP once per open, as by stock. Either way the replica opened by the first
+   * stream serves every later one (no replica opened again) and the records are read short-circuit
+   * and equal to what was written.
+   */
+  @Test
+  void reopeningTailReaderKeepsItsReplicaAndAsksNoDataNodeOverTcpInModeB() throws IOException {
+    Path path = new Path("/being-written/reopen-" + dfs().mode());
+    Random random = new Random(13);
+    ScrFileSystem fs = scrFileSystem();
+    org.apache.hadoop.hdfs.server.datanode.DataNode dn = dfs().cluster().getDataNodes().get(0);
+    ByteArrayOutputStream written = new ByteArrayOutputStream();
+    int rounds = 30;
+    long position = 0;
+    long tailBytes = 0;
+    long tailShortCircuit = 0;
+    long rpcBefore = 0;
+    long loadsBefore = 0;
+    long stateRequestsBefore = 0;
+    try (FSDataOutputStream out = dfs().fileSystem().create(path)) {
+      for (int round = 0; round < rounds; round++) {
+        byte[] record = new byte[1 + random.nextInt(3000)];
+        random.nextBytes(record);
+        out.write(record);
+        written.write(record);
+        out.hflush();
+        if (round == 1) {
+          // From the second reopen on: the first stream opened the replica.
+          rpcBefore = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength");
+          loadsBefore = fs.scrClient().cacheStats().loadSuccessCount();
+          stateRequestsBefore = fs.scrClient().metricsSnapshot().tailStateRequests();
+        }
+        try (FSDataInputStream in = fs.open(path)) {
+          in.seek(position);
+          byte[] buf = new byte[8192];
+          long before = shortCircuitBytes(in);
+          int n;
+          ByteArrayOutputStream got = new ByteArrayOutputStream();
+          while ((n = in.read(buf)) > 0) {
+            got.write(buf, 0, n);
+          }
+          byte[] expected = written.toByteArray();
+          assertArrayEquals(
+              Arrays.copyOfRange(expected, (int) position, expected.length),
+              got.toByteArray(),
+              "round " + round);
+          position = expected.length;
+          if (round >= 1) {
+            tailBytes += got.size();
+            tailShortCircuit += shortCircuitBytes(in) - before;
+          }
+        }
+      }
+    }
+    long rpcs = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength") - rpcBefore;
+    long loads = fs.scrClient().cacheStats().loadSuccessCount() - loadsBefore;
+    long stateRequests = fs.scrClient().metricsSnapshot().tailStateRequests() - stateRequestsBefore;
+    System.out.printf(
+        "%s: %d reopens, %d getReplicaVisibleLength RPCs, %d REPLICA_STATE requests, %d replicas"
+            + " opened, %d of %d bytes short-circuit%n",
+        dfs().mode(), rounds - 1, rpcs, stateRequests, loads, tailShortCircuit, tailBytes);
+    assertEquals(modeB() ? 0 : rounds - 1, rpcs, "getReplicaVisibleLength RPCs served");
+    // Mode B: the open's answer also verifies the tail chunk the stream then reads.
+    assertEquals(
+        modeB() ? rounds - 1 : 0, stateRequests, "REPLICA_STATE requests (TailStateRequests)");
+    assertEquals(0, loads, "replicas opened again after the first stream");
+    if (modeB()) {
+      assertEquals(tailBytes, tailShortCircuit, "short-circuit bytes");
+    } else {
+      assertTrue(tailShortCircuit > 0, "short-circuit bytes");
+    }
+  }
 }

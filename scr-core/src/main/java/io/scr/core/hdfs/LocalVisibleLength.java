@@ -1,0 +1,87 @@
+package io.scr.core.hdfs;
+
+import io.scr.core.ScrClient;
+import io.scr.core.read.TailSnapshot;
+import java.io.IOException;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
+
+/**
+ * How a {@link ScrInputStream} learns the visible length of its block being written from the local
+ * DataNode, where stock asks a DataNode over TCP ({@code ClientDatanodeProtocol
+ * .getReplicaVisibleLength}, from {@code DFSInputStream.openInfo}) on every open of a file being
+ * written.
+ *
+ * <ul>
+ *   <li><b>A DataNode with the scr shim</b> (it offers {@code replica-state}): its memory, by one
+ *       REPLICA_STATE exchange over the pooled UNIX socket (no fds, no TCP). The answer is the
+ *       replica's {@code bytesAcked}, the length stock's RPC returns; it is used only for the
+ *       generation stamp the reader knows.
+ *   <li><b>A stock DataNode</b>: its only answer is that RPC, so on open the stream measures the
+ *       stock way; at the end of a stream the same RPC to the local DataNode ({@code
+ *       ScrDfsInputStreamBase.replicaVisibleLength}) replaces a whole reopen (a NameNode call, a
+ *       new stream and the RPC), and the bytes it makes visible are read short-circuit.
+ * </ul>
+ *
+ * <p>Never a byte past the visible length a DataNode reports: the length comes from the DataNode's
+ * {@code bytesAcked}, not from the block file's size (which can be ahead of it, or behind).
+ *
+ * <p>Thread-safety: stateless; safe from any thread.
+ */
+final class LocalVisibleLength {
+  private LocalVisibleLength() {}
+
+  /**
+   * The socket path of a location of {@code lb} on this host that is configured, healthy and not
+   * backing off; null when none (the stream measures the stock way).
+   */
+  static String localPath(ScrClient scr, LocatedBlock lb) {
+    for (DatanodeInfo dn : lb.getLocations()) {
+      String path = scr.unreachableReason(dn) == null ? scr.socketPathOf(dn) : null;
+      if (path != null && !scr.isDataNodeUnwell(path) && !scr.isBackingOff(path)) {
+        return path;
+      }
+    }
+    return null;
+  }
+
+  /** The location of {@code lb} whose socket path is {@code path}, or null. */
+  static DatanodeInfo dataNodeAt(ScrClient scr, LocatedBlock lb, String path) {
+    for (DatanodeInfo dn : lb.getLocations()) {
+      if (path.equals(scr.socketPathOf(dn))) {
+        return dn;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The visible length of the block being written of {@code blocks}, from the local DataNode's
+   * memory, for a stream about to open; -1 when the last block is complete, has no local location
+   * with the scr shim, or its DataNode could not answer for this generation stamp: the stream then
+   * asks a DataNode over TCP, as stock does.
+   */
+  static long onOpen(ScrClient scr, LocatedBlocks blocks) throws IOException {
+    LocatedBlock last = blocks.isLastBlockComplete() ? null : blocks.getLastLocatedBlock();
+    if (last == null || last.getLocations().length == 0 || last.isCorrupt() || last.isStriped()) {
+      return -1;
+    }
+    String path = localPath(scr, last);
+    return path == null ? -1 : fromMemory(scr, last, path);
+  }
+
+  /**
+   * The visible length of {@code lb}'s replica at {@code path}, from that DataNode's memory
+   * (REPLICA_STATE); -1 when it does not offer the request, refused it, or holds the replica under
+   * another generation stamp (recovered or appended: the reader reopens, as with stock).
+   */
+  static long fromMemory(ScrClient scr, LocatedBlock lb, String path) throws IOException {
+    TailSnapshot state =
+        scr.replicaSource().tailReads().replicaState(lb.getBlock(), lb.getBlockToken(), path);
+    if (state == null || state.generationStamp() != lb.getBlock().getGenerationStamp()) {
+      return -1;
+    }
+    return state.visibleLength() >= 0 ? state.visibleLength() : -1;
+  }
+}
