@@ -161,7 +161,9 @@ class LeaseCacheTest {
               }));
     }
     assertTrue(loaderStarted.await(10, TimeUnit.SECONDS));
-    awaitCondition(() -> cache.stats().missCount() == n);
+    // Every other caller waits on that one load (a miss is counted before the caller joins it:
+    // one that had only counted its miss when the load failed would start a load of its own).
+    awaitCondition(() -> threadsWaitingForALoad() == n - 1);
     proceed.countDown();
     for (Future<?> f : results) {
       Exception e = assertThrows(Exception.class, () -> f.get(10, TimeUnit.SECONDS));
@@ -174,6 +176,20 @@ class LeaseCacheTest {
     assertEquals(0, cache.stats().openFds(), "the failed load's fd reservation is returned");
     leaseAndRelease("k");
     assertEquals(2, loaderCalls.get(), "a failure is not cached");
+  }
+
+  /** Threads parked in the cache waiting for another caller's load of the same key. */
+  private static long threadsWaitingForALoad() {
+    return Thread.getAllStackTraces().entrySet().stream()
+        .filter(e -> e.getKey().getState() == Thread.State.WAITING)
+        .filter(
+            e ->
+                java.util.Arrays.stream(e.getValue())
+                    .anyMatch(
+                        f ->
+                            f.getMethodName().equals("awaitLoad")
+                                && f.getClassName().equals(StripedLeaseCache.class.getName())))
+        .count();
   }
 
   @Test
