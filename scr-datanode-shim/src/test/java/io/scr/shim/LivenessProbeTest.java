@@ -95,14 +95,7 @@ class LivenessProbeTest {
 
   @Test
   void aPingWithABodyIsMalformedAndClosesTheConnection() throws Exception {
-    ShortCircuitService service =
-        TestServices.withoutTokens(
-            () -> {
-              throw new AssertionError("a probe never reaches the dataset");
-            },
-            registry,
-            limits,
-            metrics);
+    ShortCircuitService service = TestServices.probesOnly(registry, limits, metrics);
     Reply r = service.handle(ShortCircuitService.OP_SCR_EXTENSION, new byte[] {4, 0}, 1);
     assertTrue(r.closeOnly, "closed without a reply, as any malformed request");
     assertEquals(1, metrics.rejections(ShimMetrics.Rejection.BAD_PROTOBUF));

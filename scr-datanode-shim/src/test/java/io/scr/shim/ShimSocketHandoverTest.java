@@ -98,14 +98,7 @@ class ShimSocketHandoverTest {
     Server(Path socket) throws IOException {
       ClientLimits limits = new ClientLimits(MAX, MAX, MAX);
       SegmentRegistry registry = new SegmentRegistry(limits, metrics);
-      ShortCircuitService service =
-          TestServices.withoutTokens(
-              () -> {
-                throw new AssertionError("a probe never reaches the dataset");
-              },
-              registry,
-              limits,
-              metrics);
+      ShortCircuitService service = TestServices.probesOnly(registry, limits, metrics);
       server =
           new ShimServer(
               socket,

@@ -13,6 +13,18 @@ final class TestServices {
    * A service over {@code dataset} with block tokens not checked, the default segment factory, no
    * DataNode accounting and the scr extensions offered.
    */
+  /** A service for requests that never reach the dataset (probes, malformed requests). */
+  static ShortCircuitService probesOnly(
+      SegmentRegistry registry, ClientLimits limits, ShimMetrics metrics) {
+    return withoutTokens(
+        () -> {
+          throw new AssertionError("a probe never reaches the dataset");
+        },
+        registry,
+        limits,
+        metrics);
+  }
+
   static ShortCircuitService withoutTokens(
       ShortCircuitService.DatasetAccess dataset,
       SegmentRegistry registry,

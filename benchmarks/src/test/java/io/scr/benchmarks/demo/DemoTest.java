@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.socketpath.EffectiveUid;
+import io.scr.testing.LogCapture;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -40,9 +41,9 @@ class DemoTest {
     Path build = Paths.get(System.getProperty("java.io.tmpdir"));
     Path socketBase = Demo.firstSecure(List.of(build), EffectiveUid.self());
     List<String> warnings;
-    try (ScrWarnings captured = new ScrWarnings()) {
+    try (LogCapture captured = LogCapture.scrWarnings()) {
       new Demo(new PrintStream(bytes, true, StandardCharsets.UTF_8), options, socketBase).run();
-      warnings = captured.lines();
+      warnings = captured.all();
     }
     String table = bytes.toString(StandardCharsets.UTF_8);
 
@@ -85,37 +86,6 @@ class DemoTest {
     }
     for (Demo.ReadPath path : Demo.ReadPath.values()) {
       assertEquals(path.type.isScr(), counted.contains(path.label), path.label + ":\n" + table);
-    }
-  }
-
-  /** What {@code io.scr} logs at WARN or above while open (slf4j over reload4j here). */
-  private static final class ScrWarnings extends org.apache.log4j.AppenderSkeleton
-      implements AutoCloseable {
-    private final org.apache.log4j.Logger logger = org.apache.log4j.Logger.getLogger("io.scr");
-    private final List<String> lines = new java.util.ArrayList<>();
-
-    ScrWarnings() {
-      setThreshold(org.apache.log4j.Level.WARN);
-      logger.addAppender(this);
-    }
-
-    @Override
-    protected synchronized void append(org.apache.log4j.spi.LoggingEvent event) {
-      lines.add(event.getLevel() + " " + event.getLoggerName() + ": " + event.getRenderedMessage());
-    }
-
-    synchronized List<String> lines() {
-      return new java.util.ArrayList<>(lines);
-    }
-
-    @Override
-    public boolean requiresLayout() {
-      return false;
-    }
-
-    @Override
-    public void close() {
-      logger.removeAppender(this);
     }
   }
 
