@@ -510,9 +510,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    * <p>One lease-and-retry loop for every block; what differs per block is how a lease is read
    * ({@link #readReplica}): a finalized replica to the block's end, the block being written up to
    * the visible length the table holds for it ({@link TailReads}). What the block being written
-   * cannot serve now (not yet on disk, the tail moving, the partial last chunk from a stock
-   * DataNode, a replica recovered under the reader) is left to the stock read without a corruption
-   * report or a demotion: the next read tries again.
+   * cannot serve now (not yet on disk, the tail moving, a replica recovered under the reader) is
+   * left to the stock read without a corruption report or a demotion: the next read tries again.
    */
   private int readLocal(ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
       throws IOException {
@@ -745,7 +744,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   /**
    * Reads of the block being written that left bytes to the stock read for a reason of the writer's
-   * (not on disk yet, tail moving, partial last chunk from a stock DataNode, replica recovered).
+   * (not on disk yet, tail moving, replica recovered).
    */
   long tailFallbacks() {
     return tailFallbacks.sum();

@@ -240,8 +240,7 @@ public enum ClientMetric {
       Kind.COUNTER,
       "reads",
       "Reads of a block being written that left bytes to the stock read for a reason of the"
-          + " writer's (not on disk yet, tail moving, partial last chunk from a stock DataNode,"
-          + " replica recovered)"),
+          + " writer's (not on disk yet, tail moving, replica recovered)"),
   // ---- domain-socket pool ----
   SOCKET_CONNECTS(
       "SocketConnects", Kind.COUNTER, "connections", "Domain-socket connections opened"),

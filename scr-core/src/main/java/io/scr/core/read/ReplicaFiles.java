@@ -219,7 +219,7 @@ public final class ReplicaFiles implements Closeable {
    * meta file's last checksum is rewritten in place while the last chunk fills. Checksums are then
    * always pread, the block file is never mapped, and {@link #length()} is the block file's size at
    * each call (one {@code fstat}). Reads of such a replica are bounded by the caller's visible
-   * length ({@link LocalBlockReader#readVisible}). On failure both channels are closed.
+   * length ({@link TailBlockReader}). On failure both channels are closed.
    */
   public static ReplicaFiles openGrowing(FileChannel data, FileChannel meta, String blockName)
       throws IOException {

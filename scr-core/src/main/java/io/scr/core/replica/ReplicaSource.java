@@ -364,7 +364,7 @@ public final class ReplicaSource {
    * its checksums: a seam for tests that move the tail in that window.
    */
   public void afterTailDataRead(Runnable hook) {
-    reader.afterTailDataRead(hook);
+    tailReads.afterTailDataRead(hook);
   }
 
   /** A new, closed lease of this source (for callers that lease through the cache themselves). */

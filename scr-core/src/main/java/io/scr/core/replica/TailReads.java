@@ -6,7 +6,7 @@ import io.scr.core.ReplicaLease;
 import io.scr.core.net.DomainSocketPool;
 import io.scr.core.net.PeerExtensions;
 import io.scr.core.net.ShortCircuitExchanges;
-import io.scr.core.read.LocalBlockReader;
+import io.scr.core.read.TailBlockReader;
 import io.scr.core.read.TailNotReadyException;
 import io.scr.core.read.TailSnapshot;
 import io.scr.shm.internal.Interrupts;
@@ -19,8 +19,8 @@ import org.apache.hadoop.security.token.Token;
 
 /**
  * Short-circuit reads of the block being written, up to the reader's visible length: the lease's
- * replica (opened for a growing file) read by {@link LocalBlockReader#readVisible}, with the
- * DataNode's in-memory replica state when its peer offers it.
+ * replica (opened for a growing file) read by {@link TailBlockReader}, with the DataNode's
+ * in-memory replica state when its peer offers it.
  *
  * <p><b>Mode B</b> (a shim advertising {@code replica-state}): the partial last chunk is verified
  * against the DataNode's consistent (bytes on disk, last checksum) pair, asked over the pooled
@@ -30,9 +30,11 @@ import org.apache.hadoop.security.token.Token;
  * then the read goes stock. A snapshot with another generation stamp (pipeline recovery, append)
  * drops the cached replica: new fds need the block's new generation stamp.
  *
- * <p><b>Mode A</b> (a stock DataNode): its memory cannot be asked without a TCP round trip, so only
- * whole chunks on disk are served; the partial last chunk (at most one chunk, the bytes a tailing
- * reader reads last) goes stock, whose DataNode sends the in-memory checksum for it.
+ * <p><b>Mode A</b> (a stock DataNode): its memory cannot be asked without a TCP round trip, so the
+ * partial last chunk is verified against the meta file's last checksum, which the DataNode rewrites
+ * in place after each write to the chunk ({@link TailBlockReader}). A read that meets the DataNode
+ * between its two writes, or a tail not yet on disk, tries again, twice at most; then the read goes
+ * stock, whose DataNode sends the checksum it holds in memory.
  *
  * <p>Never a corruption report: a mismatch in a block being written is the writer's race until the
  * stock read, which verifies the same bytes, says otherwise.
@@ -40,22 +42,22 @@ import org.apache.hadoop.security.token.Token;
  * <p>Thread-safety: thread-safe; counters are adders, snapshots immutable.
  */
 public final class TailReads {
-  private final LocalBlockReader reader;
+  private final TailBlockReader reader = new TailBlockReader();
   private final DomainSocketPool pool;
   private final PeerExtensions extensions;
   private final LeaseCache<ReplicaKey, Replica> cache;
   private final LongAdder stateRequests = new LongAdder();
   private final LongAdder notReady = new LongAdder();
 
-  /** Snapshots asked per read at most (a first one and two after a tail that moved). */
-  static final int MAX_STATE_REQUESTS_PER_READ = 3;
+  /**
+   * Attempts per read at most: in mode B the snapshots asked (a first one and two after a tail that
+   * moved), in mode A the reads of the files (a first one and two after the DataNode was met
+   * between its writes).
+   */
+  static final int MAX_ATTEMPTS_PER_READ = 3;
 
   TailReads(
-      LocalBlockReader reader,
-      DomainSocketPool pool,
-      PeerExtensions extensions,
-      LeaseCache<ReplicaKey, Replica> cache) {
-    this.reader = reader;
+      DomainSocketPool pool, PeerExtensions extensions, LeaseCache<ReplicaKey, Replica> cache) {
     this.pool = pool;
     this.extensions = extensions;
     this.cache = cache;
@@ -85,26 +87,29 @@ public final class TailReads {
     boolean snapshots = verify && extensions.features(replica.socketPath()).replicaState();
     TailSnapshot tail = snapshots ? replica.tail : null;
     long wanted = Math.min(blockOffset + dst.remaining(), visibleLength);
-    int requests = 0;
+    int attempts = 0;
     while (true) {
       if (snapshots && (tail == null || (tail.beingWritten() && tail.dataLength() < wanted))) {
         tail = askState(replica, block, token);
-        requests++;
       }
+      attempts++;
       try {
         int n =
-            reader.readVisible(
+            reader.read(
                 replica.files(), blockOffset, dst, visibleLength, tail, verify, context.scratch());
         if (n > 0) {
           replica.counters().recordRead(n);
         }
         return n;
       } catch (TailNotReadyException e) {
-        if (!snapshots || requests >= MAX_STATE_REQUESTS_PER_READ) {
+        if (attempts >= MAX_ATTEMPTS_PER_READ
+            || e.reason() == TailNotReadyException.Reason.REPLICA_CHANGED) {
           notReady.increment();
           throw e;
         }
-        tail = null; // ask again: the DataNode is a write ahead
+        if (snapshots) {
+          tail = null; // ask again: the DataNode is a write ahead
+        }
       }
     }
   }
@@ -194,6 +199,14 @@ public final class TailReads {
     }
     replica.tail = tail;
     return tail;
+  }
+
+  /**
+   * Sets (null clears) what reads run between reading the data and reading its checksums: a seam
+   * for tests that move the tail in that window.
+   */
+  public void afterTailDataRead(Runnable hook) {
+    reader.afterTailDataRead(hook);
   }
 
   /** Replica state requests sent (mode B). */

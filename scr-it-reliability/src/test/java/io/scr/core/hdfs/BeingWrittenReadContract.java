@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 /**
  * What {@link ScrFileSystem}'s stream serves of a file still being written, in one DataNode mode:
  * every byte up to the visible length the stream measured, equal to what was written, the block
- * being written short-circuit (mode B: all of it, its partial last chunk verified against the
- * shim's in-memory checksum; mode A: its whole chunks), never a corruption report.
+ * being written short-circuit, its partial last chunk verified against the shim's in-memory
+ * checksum (mode B) or the meta file's last checksum (mode A), never a corruption report.
  */
 abstract class BeingWrittenReadContract {
   static final int BLOCK = 64 * 1024;
@@ -137,8 +137,7 @@ abstract class BeingWrittenReadContract {
         "%s: %d of %d bytes of the block being written read short-circuit (%.1f %%)%n",
         dfs().mode(), tailShortCircuit, tailBytes, 100 * share);
     assertTrue(tailShortCircuit > 0, "no byte of the block being written was short-circuit");
-    // Mode A leaves every partial last chunk (up to 511 bytes per read) to the stock read.
-    assertTrue(share >= (modeB() ? 0.95 : 0.5), "short-circuit share of the tail " + share);
+    assertTrue(share >= 0.95, "short-circuit share of the tail " + share);
   }
 
   /**
@@ -147,7 +146,8 @@ abstract class BeingWrittenReadContract {
    * 300 times at most: the chunk stays partial): the bytes returned are the written ones, nothing
    * is reported corrupt, and in mode B they are all short-circuit, the tail chunk verified against
    * the checksum the DataNode holds for the length read (the meta file's checksum is for a longer
-   * chunk by then, every time).
+   * chunk by then, every time). In mode A, which has only the meta file's checksum, the tail chunk
+   * goes stock after its tries: every one met a checksum for a longer chunk.
    */
   @Test
   void lastChecksumRewrittenBetweenDataAndChecksumReads() throws IOException {
@@ -230,8 +230,7 @@ abstract class BeingWrittenReadContract {
   /**
    * A stream that read to the end of an open file reads on, on the same stream, once the writer
    * hflushed more: its stateful read at the end learns the block's new visible length from the
-   * local DataNode and returns exactly the new bytes, short-circuit (mode B: all of them; mode A:
-   * up to the last whole chunk, the partial one from the stock read), and nothing past them.
+   * local DataNode and returns exactly the new bytes, all short-circuit, and nothing past them.
    */
   @Test
   void streamAtTheEndReadsNewlyFlushedBytesShortCircuit() throws IOException {
@@ -262,8 +261,7 @@ abstract class BeingWrittenReadContract {
         assertArrayEquals(second, Arrays.copyOf(more, n));
         assertEquals(first.length + second.length, in.getPos());
         assertEquals(first.length + second.length, unwrap(in).getFileLength());
-        long expected = modeB() ? second.length : 8 * CHUNK - first.length;
-        assertEquals(expected, shortCircuitBytes(in) - before, "short-circuit bytes read on");
+        assertEquals(second.length, shortCircuitBytes(in) - before, "short-circuit bytes read on");
         assertEquals(-1, in.read(), "nothing past what the DataNode reports visible");
         assertEquals(0, unwrap(in).checksumFallbacks());
       }
@@ -341,10 +339,6 @@ abstract class BeingWrittenReadContract {
     assertEquals(
         modeB() ? rounds - 1 : 0, stateRequests, "REPLICA_STATE requests (TailStateRequests)");
     assertEquals(0, loads, "replicas opened again after the first stream");
-    if (modeB()) {
-      assertEquals(tailBytes, tailShortCircuit, "short-circuit bytes");
-    } else {
-      assertTrue(tailShortCircuit > 0, "short-circuit bytes");
-    }
+    assertEquals(tailBytes, tailShortCircuit, "short-circuit bytes");
   }
 }
