@@ -117,10 +117,9 @@ class ScrFileSystemTest {
         in.readFully(0, all);
         assertArrayEquals(data, all);
         assertEquals(3, stream.localBlockCount(), "the block being written short-circuits too");
-        // A stock DataNode (mode A) cannot say which checksum goes with the partial last chunk
-        // without a TCP round trip: those 100 bytes are the stock read's.
+        // The partial last chunk too: a stock DataNode (mode A) has written its checksum.
         assertEquals(
-            data.length - 100L,
+            data.length,
             ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead());
         assertEquals(
             data.length, ((HdfsDataInputStream) in).getReadStatistics().getTotalBytesRead());
