@@ -2,6 +2,7 @@ package io.scr.core.hdfs;
 
 import io.scr.core.ScrClient;
 import io.scr.core.read.TailSnapshot;
+import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
@@ -18,10 +19,11 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  *       REPLICA_STATE exchange over the pooled UNIX socket (no fds, no TCP). The answer is the
  *       replica's {@code bytesAcked}, the length stock's RPC returns; it is used only for the
  *       generation stamp the reader knows.
- *   <li><b>A stock DataNode</b>: its only answer is that RPC, so on open the stream measures the
- *       stock way; at the end of a stream the same RPC to the local DataNode ({@code
- *       ScrDfsInputStreamBase.replicaVisibleLength}) replaces a whole reopen (a NameNode call, a
- *       new stream and the RPC), and the bytes it makes visible are read short-circuit.
+ *   <li><b>A stock DataNode</b>: its only answer is that RPC, asked of the local DataNode over a
+ *       connection kept between calls ({@link VisibleLengthRpc}; stock opens and authenticates a
+ *       new one per call), on open and at the end of a stream, where it replaces a whole reopen (a
+ *       NameNode call, a new stream and the RPC); the bytes it makes visible are read
+ *       short-circuit. A call that fails leaves the measuring to stock, which tries every location.
  * </ul>
  *
  * <p>Never a byte past the visible length a DataNode reports: the length comes from the DataNode's
@@ -30,6 +32,9 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * <p>Thread-safety: stateless; safe from any thread.
  */
 final class LocalVisibleLength {
+  private static final org.slf4j.Logger LOG =
+      org.slf4j.LoggerFactory.getLogger(LocalVisibleLength.class);
+
   private LocalVisibleLength() {}
 
   /**
@@ -57,18 +62,47 @@ final class LocalVisibleLength {
   }
 
   /**
-   * The visible length of the block being written of {@code blocks}, from the local DataNode's
-   * memory, for a stream about to open; -1 when the last block is complete, has no local location
-   * with the scr shim, or its DataNode could not answer for this generation stamp: the stream then
-   * asks a DataNode over TCP, as stock does.
+   * The visible length of the block being written of {@code blocks}, from the local DataNode (its
+   * memory with the scr shim, else its RPC over a kept connection), for a stream about to open; -1
+   * when the last block is complete, has no healthy local location, or its DataNode could not
+   * answer for this generation stamp: the stream then measures the stock way.
    */
-  static long onOpen(ScrClient scr, LocatedBlocks blocks) throws IOException {
+  static long onOpen(ScrClient scr, VisibleLengthRpc rpc, LocatedBlocks blocks) throws IOException {
     LocatedBlock last = blocks.isLastBlockComplete() ? null : blocks.getLastLocatedBlock();
     if (last == null || last.getLocations().length == 0 || last.isCorrupt() || last.isStriped()) {
       return -1;
     }
     String path = localPath(scr, last);
-    return path == null ? -1 : fromMemory(scr, last, path);
+    if (path == null) {
+      return -1;
+    }
+    if (scr.extensions().features(path).replicaState()) {
+      return fromMemory(scr, last, path);
+    }
+    return fromRpc(rpc, last, dataNodeAt(scr, last, path));
+  }
+
+  /**
+   * The visible length of {@code lb}'s replica on the stock DataNode {@code dn}, by its RPC over
+   * the connection {@code rpc} keeps; -1 when {@code dn} is null or the call failed (the stream
+   * then asks the stock way, which tries every location).
+   *
+   * @throws java.io.InterruptedIOException on the calling thread's own interrupt
+   */
+  static long fromRpc(VisibleLengthRpc rpc, LocatedBlock lb, DatanodeInfo dn) throws IOException {
+    if (dn == null) {
+      return -1;
+    }
+    try {
+      long visible = rpc.visibleLength(lb, dn);
+      return visible >= 0 ? visible : -1;
+    } catch (IOException e) {
+      if (Interrupts.isOwnInterrupt(e)) {
+        throw e;
+      }
+      LOG.debug("{}: no visible length from {}: {}", lb.getBlock(), dn, e.toString());
+      return -1;
+    }
   }
 
   /**

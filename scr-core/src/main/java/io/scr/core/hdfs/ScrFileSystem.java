@@ -49,6 +49,7 @@ public class ScrFileSystem extends DistributedFileSystem {
   private DFSOpsCountStatistics opsCount;
   private volatile MappingBudget mappingBudget;
   private volatile int prefetchMaxBlocks;
+  private volatile VisibleLengthRpc visibleLengths;
 
   @Override
   public void initialize(URI uri, Configuration conf) throws IOException {
@@ -58,6 +59,11 @@ public class ScrFileSystem extends DistributedFileSystem {
     mappingBudget = mappingBudget(conf);
     prefetchMaxBlocks = Math.max(0, ScrKeys.PREFETCH_MAX_BLOCKS.get(conf::get));
     scr = ScrClient.acquire(conf);
+    visibleLengths =
+        new VisibleLengthRpc(
+            getConf(),
+            getClient().getConf().getSocketTimeout(),
+            getClient().getConf().isConnectToDnViaHostname());
   }
 
   /** The budget of block-file mappings for zero-copy reads, from {@code conf} (null: defaults). */
@@ -157,7 +163,8 @@ public class ScrFileSystem extends DistributedFileSystem {
               engine,
               Ticker.systemTicker(),
               mappingBudget,
-              LocalVisibleLength.onOpen(engine, blocks));
+              visibleLengths,
+              LocalVisibleLength.onOpen(engine, visibleLengths, blocks));
       scrIn.prefetch(prefetchMaxBlocks); // queues the opens; never waits for them
       in = scrIn;
     }
@@ -176,6 +183,10 @@ public class ScrFileSystem extends DistributedFileSystem {
     } finally {
       ScrClient client = scr;
       scr = null;
+      VisibleLengthRpc lengths = visibleLengths;
+      if (lengths != null) {
+        lengths.close();
+      }
       if (client != null) {
         client.close();
       }

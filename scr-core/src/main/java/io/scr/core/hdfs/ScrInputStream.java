@@ -126,11 +126,13 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   private final ReadFailures failures;
   private final ZeroCopyReads zeroCopy;
+  private final VisibleLengthRpc visibleLengths;
 
   /**
    * A stream of {@code src} whose short-circuit reads go through {@code scr}, with the time source
-   * demotions are measured with, the budget of block-file mappings zero-copy reads use, and the
-   * visible length of the block being written that the local DataNode reported just now ({@link
+   * demotions are measured with, the budget of block-file mappings zero-copy reads use, the RPC a
+   * stock DataNode tells the visible length of a block being written by, and the visible length of
+   * the block being written that the local DataNode reported just now ({@link
    * LocalVisibleLength#onOpen}; -1: none, stock asks a DataNode over TCP).
    */
   ScrInputStream(
@@ -141,10 +143,12 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       ScrClient scr,
       Ticker ticker,
       MappingBudget mappingBudget,
+      VisibleLengthRpc visibleLengths,
       long lastBlockVisibleLength)
       throws IOException {
     super(client, src, verifyChecksum, locatedBlocks, lastBlockVisibleLength);
     this.scr = scr;
+    this.visibleLengths = visibleLengths;
     this.source = scr.replicaSource();
     this.zeroCopy = new ZeroCopyReads(src, mappingBudget);
     this.blocks = new StreamBlocks(this, scr, ticker);
@@ -350,22 +354,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (path == null || !maybeGrown(last, path)) {
       return false;
     }
-    long visible;
-    if (scr.extensions().features(path).replicaState()) {
-      visible = LocalVisibleLength.fromMemory(scr, last, path);
-    } else {
-      DatanodeInfo dn = LocalVisibleLength.dataNodeAt(scr, last, path);
-      try {
-        visible = dn == null ? -1 : replicaVisibleLength(last, dn);
-      } catch (IOException e) {
-        if (Interrupts.isOwnInterrupt(e)) {
-          throw e;
-        }
-        LOG.debug(
-            "{} of {}: no visible length from {}: {}", last.getBlock(), src, dn, e.toString());
-        visible = -1;
-      }
-    }
+    long visible =
+        scr.extensions().features(path).replicaState()
+            ? LocalVisibleLength.fromMemory(scr, last, path)
+            : LocalVisibleLength.fromRpc(
+                visibleLengths, last, LocalVisibleLength.dataNodeAt(scr, last, path));
     if (visible < 0 || !extendLastBlock(last.getBlock(), visible)) {
       return false;
     }

@@ -7,12 +7,10 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.util.Collection;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.hdfs.protocol.ClientDatanodeProtocol;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
-import org.apache.hadoop.ipc.RPC;
 
 /**
  * The smallest bridge scr needs into package {@code org.apache.hadoop.hdfs}: {@link DFSInputStream}
@@ -205,30 +203,6 @@ public abstract class ScrDfsInputStreamBase extends DFSInputStream {
       }
       useVisibleLength(blocks, visibleLength);
       return true;
-    }
-  }
-
-  /**
-   * The visible length of {@code block}'s replica on {@code dataNode}, asked the way stock's {@code
-   * DFSInputStream.readBlockLength} asks each location: {@code
-   * ClientDatanodeProtocol.getReplicaVisibleLength} over a proxy made by {@code
-   * DFSUtilClient.createClientDatanodeProtocolProxy} with the client's configuration, socket
-   * timeout and hostname setting (Hadoop's IPC client keeps the TCP connection for reuse), stopped
-   * after the call.
-   */
-  protected final long replicaVisibleLength(LocatedBlock block, DatanodeInfo dataNode)
-      throws IOException {
-    ClientDatanodeProtocol cdp =
-        DFSUtilClient.createClientDatanodeProtocolProxy(
-            dataNode,
-            dfsClient.getConfiguration(),
-            dfsClient.getConf().getSocketTimeout(),
-            dfsClient.getConf().isConnectToDnViaHostname(),
-            block);
-    try {
-      return cdp.getReplicaVisibleLength(block.getBlock());
-    } finally {
-      RPC.stopProxy(cdp);
     }
   }
 

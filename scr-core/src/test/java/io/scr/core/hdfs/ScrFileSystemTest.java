@@ -396,6 +396,7 @@ class ScrFileSystemTest {
         scr,
         ticker,
         ScrFileSystem.mappingBudget(null),
+        new VisibleLengthRpc(DFS.dfs().fileSystem().getConf(), 60_000, false),
         -1);
   }
 

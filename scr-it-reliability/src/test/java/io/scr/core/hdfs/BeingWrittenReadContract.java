@@ -274,9 +274,9 @@ abstract class BeingWrittenReadContract {
    * close, again) after each hflush: every new stream measures the visible length of the block
    * being written, and with the scr shim (mode B) it asks the local DataNode's memory over the UNIX
    * socket, so the DataNode serves no {@code getReplicaVisibleLength} RPC; a stock DataNode (mode
-   * A) is asked over TCP once per open, as by stock. Either way the replica opened by the first
-   * stream serves every later one (no replica opened again) and the records are read short-circuit
-   * and equal to what was written.
+   * A) is asked that RPC once per open, as by stock, but over one kept connection where stock opens
+   * one per call. Either way the replica opened by the first stream serves every later one (no
+   * replica opened again) and the records are read short-circuit and equal to what was written.
    */
   @Test
   void reopeningTailReaderKeepsItsReplicaAndAsksNoDataNodeOverTcpInModeB() throws IOException {
@@ -290,6 +290,7 @@ abstract class BeingWrittenReadContract {
     long tailBytes = 0;
     long tailShortCircuit = 0;
     long rpcBefore = 0;
+    long connectionsBefore = 0;
     long loadsBefore = 0;
     long stateRequestsBefore = 0;
     try (FSDataOutputStream out = dfs().fileSystem().create(path)) {
@@ -302,6 +303,7 @@ abstract class BeingWrittenReadContract {
         if (round == 1) {
           // From the second reopen on: the first stream opened the replica.
           rpcBefore = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength");
+          connectionsBefore = DataNodeRpcCalls.connections(dn);
           loadsBefore = fs.scrClient().cacheStats().loadSuccessCount();
           stateRequestsBefore = fs.scrClient().metricsSnapshot().tailStateRequests();
         }
@@ -328,13 +330,23 @@ abstract class BeingWrittenReadContract {
       }
     }
     long rpcs = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength") - rpcBefore;
+    long connections = DataNodeRpcCalls.connections(dn) - connectionsBefore;
     long loads = fs.scrClient().cacheStats().loadSuccessCount() - loadsBefore;
     long stateRequests = fs.scrClient().metricsSnapshot().tailStateRequests() - stateRequestsBefore;
     System.out.printf(
         "%s: %d reopens, %d getReplicaVisibleLength RPCs, %d REPLICA_STATE requests, %d replicas"
-            + " opened, %d of %d bytes short-circuit%n",
-        dfs().mode(), rounds - 1, rpcs, stateRequests, loads, tailShortCircuit, tailBytes);
+            + " opened, %d IPC connections, %d of %d bytes short-circuit%n",
+        dfs().mode(),
+        rounds - 1,
+        rpcs,
+        stateRequests,
+        loads,
+        connections,
+        tailShortCircuit,
+        tailBytes);
     assertEquals(modeB() ? 0 : rounds - 1, rpcs, "getReplicaVisibleLength RPCs served");
+    // Mode A: the RPC rides one kept connection (stock opens and authenticates one per call).
+    assertTrue(connections <= 1, "IPC connections the DataNode accepted: " + connections);
     // Mode B: the open's answer also verifies the tail chunk the stream then reads.
     assertEquals(
         modeB() ? rounds - 1 : 0, stateRequests, "REPLICA_STATE requests (TailStateRequests)");

@@ -10,22 +10,36 @@ import org.apache.hadoop.metrics2.MetricsTag;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 
 /**
- * How many calls of one {@code ClientDatanodeProtocol} method a DataNode's IPC server has served:
- * its per-method RPC metrics ({@code RpcDetailedActivityForPort<ipc port>}, the counter {@code
- * <Method>NumOps}), snapshotted on each call (not through JMX, whose attribute cache lags by
- * seconds).
+ * How many calls of one {@code ClientDatanodeProtocol} method a DataNode's IPC server has served
+ * (its per-method RPC metrics, {@code RpcDetailedActivityForPort<ipc port>}, the counter {@code
+ * <Method>NumOps}), and how many connections it accepted, snapshotted on each call (not through
+ * JMX, whose attribute cache lags by seconds).
  */
 final class DataNodeRpcCalls {
   private DataNodeRpcCalls() {}
 
   /** Calls of {@code method} (e.g. {@code getReplicaVisibleLength}) {@code dn} has served. */
   static long served(DataNode dn, String method) {
-    String sourceName = "RpcDetailedActivityForPort" + dn.getIpcPort();
+    return counter(
+        dn,
+        "RpcDetailedActivityForPort",
+        Character.toUpperCase(method.charAt(0)) + method.substring(1) + "NumOps");
+  }
+
+  /**
+   * Connections {@code dn}'s IPC server has accepted and authorized (its {@code
+   * RpcAuthorizationSuccesses}, counted once per connection).
+   */
+  static long connections(DataNode dn) {
+    return counter(dn, "RpcActivityForPort", "RpcAuthorizationSuccesses");
+  }
+
+  private static long counter(DataNode dn, String sourcePrefix, String counter) {
+    String sourceName = sourcePrefix + dn.getIpcPort();
     MetricsSource source = DefaultMetricsSystem.instance().getSource(sourceName);
     if (source == null) {
       throw new IllegalStateException("no metrics source " + sourceName + " for " + dn);
     }
-    String counter = Character.toUpperCase(method.charAt(0)) + method.substring(1) + "NumOps";
     Counting collector = new Counting(counter);
     source.getMetrics(collector, true);
     return collector.count;
