@@ -62,6 +62,11 @@ final class ShortCircuitService {
    */
   static final int EXT_REPLICA_STATE = 5;
 
+  /** The HELLO slot's segment id ({@link #isHello}): {@code "scr-shim"}, {@code "hello/1\0"}. */
+  static final long HELLO_SHM_HI = 0x7363722d7368696dL;
+
+  static final long HELLO_SHM_LO = 0x68656c6c6f2f3100L;
+
   /** The HELLO answer's message: protocol version and the features offered. */
   static final String EXT_ADVERTISEMENT =
       "scr-shim-extensions/1 batch-fds batch-release ping replica-state";
@@ -300,8 +305,18 @@ final class ShortCircuitService {
   // ---- op 88 ---------------------------------------------------------------------------------
 
   private Reply.Builder releaseFds(ReleaseShortCircuitAccessRequestProto req, int pid, long start) {
-    ReleaseShortCircuitAccessResponseProto resp = release(req, pid);
     ShortCircuitShmSlotProto slot = req.getSlotId();
+    if (extensionsEnabled && isHello(slot)) {
+      return Replies.of(
+          OpKind.EXT_HELLO,
+          Status.SUCCESS,
+          ReleaseShortCircuitAccessResponseProto.newBuilder()
+              .setStatus(Status.SUCCESS)
+              .setError(EXT_ADVERTISEMENT)
+              .build(),
+          start);
+    }
+    ReleaseShortCircuitAccessResponseProto resp = release(req, pid);
     return Replies.of(OpKind.RELEASE_FDS, resp.getStatus(), resp, start)
         .onDone(
             ok ->
@@ -331,6 +346,19 @@ final class ShortCircuitService {
         .setStatus(Status.ERROR_INVALID)
         .setError(error)
         .build();
+  }
+
+  /**
+   * Whether a release names the HELLO slot: segment id {@code "scr-shim"}/{@code "hello/1\0"} in
+   * ASCII, index 0, which no DataNode registers. The client asks for the extensions this way
+   * because a stock DataNode answers it as any release of an unknown segment (ERROR_INVALID, one
+   * client-trace line), where an unknown op makes it log an error with a stack trace; so does this
+   * shim with its extensions off.
+   */
+  static boolean isHello(ShortCircuitShmSlotProto slot) {
+    return slot.getShmId().getHi() == HELLO_SHM_HI
+        && slot.getShmId().getLo() == HELLO_SHM_LO
+        && slot.getSlotIdx() == 0;
   }
 
   // ---- op 127: scr extensions -----------------------------------------------------------------

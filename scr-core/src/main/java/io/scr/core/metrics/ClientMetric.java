@@ -216,7 +216,7 @@ public enum ClientMetric {
       "ExtensionProbes",
       Kind.COUNTER,
       "probes",
-      "Op-127 HELLO probes sent (one per socket path and DataNode start)"),
+      "HELLO probes sent (one per socket path and DataNode start)"),
   EXTENSION_PEERS(
       "ExtensionPeers",
       Kind.GAUGE,

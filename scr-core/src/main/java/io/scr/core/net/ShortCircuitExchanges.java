@@ -370,9 +370,10 @@ public final class ShortCircuitExchanges {
   }
 
   /**
-   * Op 127 HELLO on a new connection: the peer's extension advertisement (the answer's message,
-   * e.g. {@code "scr-shim-extensions/1 batch-fds batch-release"}), or null when the peer is a stock
-   * DataNode: it closed the connection (EOF, reset) or answered anything but SUCCESS. A shim's
+   * HELLO on a new connection ({@link ShortCircuitProtocol#encodeHello}, a release of a slot no
+   * DataNode registers): the peer's extension advertisement (e.g. {@code "scr-shim-extensions/1
+   * batch-fds batch-release"}), or null when the peer is a stock DataNode (it answers the release
+   * with an error, and logs it no louder than any release) or closed the connection. A shim's
    * connection goes back to the pool.
    *
    * @throws DomainConnectException if the socket cannot be reached (the peer is unknown)
@@ -384,19 +385,19 @@ public final class ShortCircuitExchanges {
       return pool.callOnNewConnection(
           path,
           c -> {
-            c.send(ShortCircuitProtocol.encodeExtensionHello());
-            BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());
-            if (resp.getStatus() != Status.SUCCESS || !resp.hasMessage()) {
+            c.send(ShortCircuitProtocol.encodeHello());
+            ReleaseShortCircuitAccessResponseProto resp =
+                ShortCircuitProtocol.readReleaseResponse(c.in());
+            if (resp.getStatus() != Status.SUCCESS || !resp.hasError()) {
               c.markNotReusable();
               return null;
             }
-            return resp.getMessage();
+            return resp.getError();
           });
     } catch (DomainConnectException | java.net.SocketTimeoutException | ProtocolException e) {
       throw e;
     } catch (IOException e) {
-      // EOF or reset: a stock DataNode drops a connection that sends an unknown op.
-      return null;
+      return null; // EOF or reset: a peer that drops the connection is no shim
     }
   }
 

@@ -272,7 +272,30 @@ public final class ShortCircuitProtocol {
         ReleaseShortCircuitAccessRequestProto.newBuilder().setSlotId(toProto(slot)).build());
   }
 
-  /** Op 127 HELLO: asks which extensions the peer offers (answered by a BlockOpResponseProto). */
+  /**
+   * The slot a HELLO names: segment id {@code "scr-shim"}/{@code "hello/1\0"} in ASCII, index 0. No
+   * DataNode registers it (segment ids are random), so a stock DataNode answers its release
+   * ERROR_INVALID ("no such segment") and logs no more than for any release, where the op-127 HELLO
+   * made it log an error with a stack trace ("DataXceiver error processing unknown operation").
+   */
+  public static final SlotId HELLO_SLOT =
+      SlotId.of(ShmId.of(0x7363722d7368696dL, 0x68656c6c6f2f3100L), 0);
+
+  /**
+   * HELLO: asks which extensions the peer offers, as a RELEASE_SHORT_CIRCUIT_FDS (op 88) of {@link
+   * #HELLO_SLOT}. The scr shim answers SUCCESS with its advertisement in the response's {@code
+   * error} field ({@link #EXTENSIONS_V1} and feature words); a stock DataNode (or a shim with its
+   * extensions off) answers ERROR_INVALID.
+   */
+  public static byte[] encodeHello() {
+    return encodeReleaseFds(HELLO_SLOT);
+  }
+
+  /**
+   * Op 127 HELLO, the earlier form of {@link #encodeHello} (answered by a BlockOpResponseProto);
+   * the shim still answers it. Never sent to a DataNode not known to be a shim: a stock DataNode
+   * logs an error with a stack trace for it.
+   */
   public static byte[] encodeExtensionHello() {
     return new byte[] {0, (byte) DATA_TRANSFER_VERSION, (byte) OP_SCR_EXTENSION, 1, EXT_HELLO};
   }

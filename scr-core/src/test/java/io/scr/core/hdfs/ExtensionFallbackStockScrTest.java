@@ -12,6 +12,7 @@ import io.scr.core.metrics.ClientSnapshot;
 import io.scr.core.net.PathBackoff;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
+import io.scr.testing.LogCapture;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
 import java.time.Duration;
@@ -19,15 +20,17 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.log4j.Level;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Mode A: against a stock DataNode (libhadoop) the client asks once whether the peer speaks the scr
- * extensions (op 127 HELLO; the DataNode closes the connection, "Unknown op"), then releases every
- * slot with op 88, and none of it shows: every lease succeeds, no release fails, no backoff, no
- * fallback. The mode B counterpart is {@code io.scr.shim.client.ExtensionsModeBTest}.
+ * extensions (HELLO, a release of a slot no DataNode registers, which the DataNode refuses as any
+ * unknown slot), then releases every slot with op 88, and none of it shows: the DataNode logs no
+ * error, every lease succeeds, no release fails, no backoff, no fallback. The mode B counterpart is
+ * {@code io.scr.shim.client.ExtensionsModeBTest}.
  */
 class ExtensionFallbackStockScrTest {
   private static final int BLOCK = 8192;
@@ -54,13 +57,16 @@ class ExtensionFallbackStockScrTest {
     c.set("scr.client.context", "ext-stock");
     c.setInt("scr.metrics.summary.interval.seconds", 0);
     c.setInt("scr.cache.capacity", CAPACITY);
-    try (ScrClient client = ScrClient.acquire(c)) {
+    try (LogCapture dataNodeErrors =
+            LogCapture.of("org.apache.hadoop.hdfs.server.datanode", Level.ERROR);
+        ScrClient client = ScrClient.acquire(c)) {
       long released = leaseAllThenRelease(client, "/ext/a");
       released += leaseAllThenRelease(client, "/ext/b");
       ClientSnapshot s = client.metricsSnapshot();
 
       assertTrue(released > BLOCKS, "slots were released: " + released);
       assertEquals(1, client.extensions().probeCount(), "exactly one probe for the path");
+      assertEquals(List.of(), dataNodeErrors.all(), "errors the DataNode logged");
       assertEquals(0, s.extensionPeers());
       assertEquals(0, s.extensionFailures());
       assertEquals(released, s.releaseRequestsOp88(), "one op 88 per released slot");

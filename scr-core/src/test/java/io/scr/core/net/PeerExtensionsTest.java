@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.BlockOpResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessRequestProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.ReleaseShortCircuitAccessResponseProto;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
@@ -32,7 +31,7 @@ import org.newsclub.net.unix.AFUNIXSocketAddress;
 
 /**
  * Negotiation of the shim's extensions against scripted peers on a real UNIX socket: a stock peer
- * (closes on op 127, as DataXceiver does with "Unknown op") is asked once per socket file, a shim
+ * (refuses the HELLO slot's release as an unknown segment) is asked once per socket file, a shim
  * peer's answer enables batched releases, and a new socket file (a restarted DataNode) is asked
  * again.
  */
@@ -69,9 +68,10 @@ class PeerExtensionsTest {
       assertSame(PeerExtensions.Features.STOCK, ext.features(stock.path()));
     }
     assertEquals(1, stock.hellos.get(), "one HELLO for five questions");
+    assertEquals(0, stock.unknownOps.get(), "no op a stock DataNode logs as an error");
     assertEquals(1, ext.probeCount());
     assertEquals(0, ext.extendedPathCount());
-    assertEquals(0, pool.idleConnectionCount(), "the connection the peer closed is not pooled");
+    assertEquals(0, pool.idleConnectionCount(), "the stock peer's connection is not pooled");
 
     // The DataNode restarts: it unlinks and binds the socket file again.
     stock.stopForRestart();
@@ -79,6 +79,7 @@ class PeerExtensionsTest {
     assertFalse(ext.features(restarted.path()).any());
     assertFalse(ext.features(restarted.path()).any());
     assertEquals(1, restarted.hellos.get(), "asked again once after the restart");
+    assertEquals(0, restarted.unknownOps.get());
     assertEquals(2, ext.probeCount());
   }
 
@@ -173,12 +174,14 @@ class PeerExtensionsTest {
   }
 
   /**
-   * A peer on a UNIX socket: a stock DataNode (closes the connection on op 127) or an scr shim
-   * (answers HELLO and BATCH_RELEASE as {@code ShortCircuitService} does).
+   * A peer on a UNIX socket: a stock DataNode (answers a release of an unknown segment
+   * ERROR_INVALID, closes the connection on op 127) or an scr shim (answers HELLO and BATCH_RELEASE
+   * as {@code ShortCircuitService} does).
    */
   private static final class FakePeer implements AutoCloseable {
     final AtomicInteger connections = new AtomicInteger();
     final AtomicInteger hellos = new AtomicInteger();
+    final AtomicInteger unknownOps = new AtomicInteger();
     final List<SlotId> released = new CopyOnWriteArrayList<>();
     volatile int refuseIndex = -1;
     private volatile AFUNIXSocket current;
@@ -211,24 +214,39 @@ class PeerExtensionsTest {
           OutputStream out = s.getOutputStream();
           while (true) {
             int op = ShortCircuitProtocol.readOpHeader(in);
-            if (op != ShortCircuitProtocol.OP_SCR_EXTENSION) {
+            if (op < 0) {
+              break; // the client closed the connection
+            }
+            if (op == ShortCircuitProtocol.OP_RELEASE_SHORT_CIRCUIT_FDS) {
+              ReleaseShortCircuitAccessRequestProto r =
+                  ReleaseShortCircuitAccessRequestProto.parseFrom(readBody(in));
+              boolean hello =
+                  ShortCircuitProtocol.HELLO_SLOT.equals(
+                      ShortCircuitProtocol.fromProto(r.getSlotId()));
+              if (hello) {
+                hellos.incrementAndGet();
+              }
+              // Stock: no such segment. The shim: its advertisement for the HELLO slot.
+              ReleaseShortCircuitAccessResponseProto.Builder answer =
+                  ReleaseShortCircuitAccessResponseProto.newBuilder();
+              if (shim && hello) {
+                answer
+                    .setStatus(Status.SUCCESS)
+                    .setError("scr-shim-extensions/1 batch-fds batch-release");
+              } else {
+                answer.setStatus(Status.ERROR_INVALID).setError("no such segment");
+              }
+              answer.build().writeDelimitedTo(out);
+              out.flush();
+              continue;
+            }
+            if (op != ShortCircuitProtocol.OP_SCR_EXTENSION || !shim) {
+              // "Unknown op": a stock DataNode closes the connection (and logs an error)
+              unknownOps.incrementAndGet();
               break;
             }
             byte[] body = readBody(in);
-            if (body[0] == ShortCircuitProtocol.EXT_HELLO) {
-              hellos.incrementAndGet();
-            }
-            if (!shim) {
-              break; // "Unknown op": the stock DataNode closes the connection
-            }
-            if (body[0] == ShortCircuitProtocol.EXT_HELLO) {
-              out.write(
-                  ShortCircuitProtocol.encodeResponse(
-                      BlockOpResponseProto.newBuilder()
-                          .setStatus(Status.SUCCESS)
-                          .setMessage("scr-shim-extensions/1 batch-fds batch-release")
-                          .build()));
-            } else {
+            {
               java.io.ByteArrayInputStream b =
                   new java.io.ByteArrayInputStream(body, 1, body.length - 1);
               java.io.ByteArrayOutputStream answers = new java.io.ByteArrayOutputStream();

@@ -61,6 +61,27 @@ class ShortCircuitProtocolTest {
     assertArrayEquals(stock.toByteArray(), ShortCircuitProtocol.encodeRequestShm("client_1"));
   }
 
+  /**
+   * HELLO is a stock op-88 frame, so a stock DataNode parses it as any release (and refuses it: the
+   * segment id is ASCII "scr-shim"/"hello/1\0", never a random one it registered).
+   */
+  @Test
+  void helloIsAStockReleaseOfTheHelloSlot() throws Exception {
+    ByteArrayOutputStream stock = new ByteArrayOutputStream();
+    new Sender(new DataOutputStream(stock))
+        .releaseShortCircuitFds(
+            new ShortCircuitShm.SlotId(
+                new ShortCircuitShm.ShmId(
+                    new java.math.BigInteger(
+                            1, "scr-shim".getBytes(java.nio.charset.StandardCharsets.US_ASCII))
+                        .longValue(),
+                    new java.math.BigInteger(
+                            1, "hello/1\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII))
+                        .longValue()),
+                0));
+    assertArrayEquals(stock.toByteArray(), ShortCircuitProtocol.encodeHello());
+  }
+
   @Test
   void extensionFramesHaveTheShimsLayout() throws Exception {
     // [version 28][op 127][varint length][sub-op][...]: docs/shim.md "Extensions (op 127)".

@@ -15,10 +15,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Mode B with {@code scr.shim.extensions.enabled=false} on the DataNode: the shim treats op 127 as
- * an unknown op and closes the connection, as a stock DataNode does, so the client's one HELLO
- * finds a stock peer and every release goes out as op 88, with nothing surfaced. The other mode B
- * cases are in {@link ExtensionsModeBTest}.
+ * Mode B with {@code scr.shim.extensions.enabled=false} on the DataNode: the shim answers the
+ * client's one HELLO (a release of a slot no DataNode registers) as a stock DataNode does, with
+ * ERROR_INVALID, so the client finds a stock peer and every release goes out as op 88, with nothing
+ * surfaced. The other mode B cases are in {@link ExtensionsModeBTest}.
  */
 class ExtensionsDisabledShimTest extends ShimExtensionsTestBase {
   @RegisterExtension
@@ -49,13 +49,18 @@ class ExtensionsDisabledShimTest extends ShimExtensionsTestBase {
       Map<String, Long> after = shimCounters();
 
       assertTrue(released > BLOCKS, "slots were released: " + released);
-      assertEquals(1, client.extensions().probeCount(), "one HELLO, answered by a close");
+      assertEquals(1, client.extensions().probeCount(), "one HELLO, refused as an unknown slot");
       assertEquals(0, s.extensionPeers());
       assertEquals(0, s.extensionFailures());
       assertEquals(released, s.releaseRequestsOp88());
       assertEquals(0, s.releaseRequestsBatched());
       assertEquals(0, releaseFailures(client));
-      assertEquals(1, shim(after, "rejections.unknown_op") - shim(before, "rejections.unknown_op"));
+      assertEquals(0, shim(after, "rejections.unknown_op") - shim(before, "rejections.unknown_op"));
+      assertEquals(
+          1,
+          shim(after, "requests.release_fds.error_invalid")
+              - shim(before, "requests.release_fds.error_invalid"),
+          "the HELLO, refused as the release of an unknown segment");
       assertEquals(
           released,
           shim(after, "requests.release_fds.success")
