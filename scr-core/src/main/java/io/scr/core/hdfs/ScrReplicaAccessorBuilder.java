@@ -3,6 +3,7 @@ package io.scr.core.hdfs;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
+import io.scr.core.read.TailSnapshot;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -36,10 +37,17 @@ import org.slf4j.LoggerFactory;
  * search. With several, a DataNode without the block answers ERROR: one round trip, counted as a
  * misdirected request, no backoff; the file hint keeps that to about one per file and DataNode.
  *
- * <p><b>When it returns null</b> (the stock path reads the block): short-circuit is not allowed for
- * this read (the file is under construction), scr is disabled or no local socket is configured, no
- * local socket is usable (missing, backing off), or no local DataNode can serve the block. An
- * invalid block token also yields null: the stock reader then surfaces it and refetches the token.
+ * <p><b>Files open for write.</b> Stock asks with {@code allowShortCircuit=false} for every block
+ * of a file being written. A local DataNode with the scr shim tells the replica's state in one
+ * UNIX-socket round trip: its complete blocks are served as any other, and the block being written
+ * when the bytes the read needs are on disk (verified up to the read's end, never past it). A stock
+ * DataNode (mode A) cannot tell that without a TCP round trip: such files are read the stock way.
+ *
+ * <p><b>When it returns null</b> (the stock path reads the block): the file is open for write and
+ * no local DataNode with the shim serves the read (above), scr is disabled or no local socket is
+ * configured, no local socket is usable (missing, backing off), or no local DataNode can serve the
+ * block. An invalid block token also yields null: the stock reader then surfaces it and refetches
+ * the token.
  *
  * <p><b>Engine lifetime.</b> Stock instantiates a builder per block read, so the engine ({@link
  * ScrClient}) is held per client context for the life of the JVM, like stock's {@code
@@ -121,7 +129,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
 
   @Override
   public ReplicaAccessor build() {
-    if (!allowShortCircuit || conf == null || blockPoolId == null) {
+    if (conf == null || blockPoolId == null) {
       return null;
     }
     ScrClient client = enabledClient(conf);
@@ -130,6 +138,9 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     }
     // numBytes is not used by the DataNode for fd requests; the lease reports the real length.
     ExtendedBlock block = new ExtendedBlock(blockPoolId, blockId, 0, generationStamp);
+    if (!allowShortCircuit) {
+      return buildForOpenFile(client, block);
+    }
     ReplicaLease lease = client.leaseIfCached(block, fileName);
     if (lease == null) {
       try {
@@ -142,12 +153,62 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
         return null;
       }
     }
+    return accessor(client, block, lease);
+  }
+
+  /**
+   * A block of a file open for write (stock asks with {@code allowShortCircuit=false} for every
+   * block of such a file, and tells neither which block is being written nor its visible length,
+   * only where this read ends, which is within stock's visible length). Served only by a local
+   * DataNode with the scr shim, which tells the replica's state in one UNIX-socket round trip
+   * (REPLICA_STATE): a finalized replica (a complete block) as any other; the block being written
+   * when its bytes on disk, with the checksum of their partial last chunk in the answer, reach the
+   * read's end, so the whole read can be served (an accessor that read short would fail stock's
+   * read). Otherwise null: a stock DataNode's answer would take a TCP round trip, and the stock
+   * reader reads the block.
+   */
+  private ReplicaAccessor buildForOpenFile(ScrClient client, ExtendedBlock block) {
+    try {
+      Token<BlockTokenIdentifier> t = decodeToken(token);
+      for (String path : client.localSocketPaths()) {
+        if (client.isDataNodeUnwell(path)
+            || client.isBackingOff(path)
+            || !client.extensions().features(path).replicaState()) {
+          continue;
+        }
+        TailSnapshot state = client.tailReads().replicaState(block, t, path);
+        if (state == null) {
+          continue; // not held there, or no answer: the next local DataNode
+        }
+        if (state.generationStamp() != generationStamp) {
+          return null; // recovered or appended since the reader learnt the block
+        }
+        if (!state.beingWritten()) {
+          ReplicaLease lease = client.replicaSource().lease(block, t, path, fileName);
+          return lease == null ? null : accessor(client, block, lease);
+        }
+        if (state.dataLength() < visibleLength) {
+          return null; // acknowledged but not on disk yet: stock's DataNode waits for it
+        }
+        ReplicaLease lease = client.replicaSource().leaseBeingWritten(block, t, path, fileName);
+        return lease == null
+            ? null
+            : new Accessor(client, block, t, lease, verifyChecksum, visibleLength);
+      }
+    } catch (IOException e) {
+      LOG.debug("short-circuit read of {} of an open file declined; stock reads it", block, e);
+    }
+    return null;
+  }
+
+  /** The accessor for a finalized replica, unless it is shorter than the read (then null). */
+  private ReplicaAccessor accessor(ScrClient client, ExtendedBlock block, ReplicaLease lease) {
     if (visibleLength > lease.length()) {
       // The DataNode's replica is shorter than what the reader may read: let stock handle it.
       lease.close();
       return null;
     }
-    return new Accessor(client, block, lease, verifyChecksum);
+    return new Accessor(client, block, null, lease, verifyChecksum, -1);
   }
 
   private static Token<BlockTokenIdentifier> decodeToken(byte[] bytes) throws IOException {
@@ -233,15 +294,35 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     private final ReplicaLease lease;
     private final boolean verifyChecksum;
 
-    Accessor(ScrClient client, ExtendedBlock block, ReplicaLease lease, boolean verifyChecksum) {
+    /** The block's token, for the replica state requests of a block being written; else null. */
+    private final Token<BlockTokenIdentifier> token;
+
+    /**
+     * Where the read stock is making ends, for a block being written (never a byte past it: it is
+     * within stock's visible length); -1 for a finalized replica.
+     */
+    private final long readEnd;
+
+    Accessor(
+        ScrClient client,
+        ExtendedBlock block,
+        Token<BlockTokenIdentifier> token,
+        ReplicaLease lease,
+        boolean verifyChecksum,
+        long readEnd) {
       this.client = client;
       this.block = block;
+      this.token = token;
       this.lease = lease;
       this.verifyChecksum = verifyChecksum;
+      this.readEnd = readEnd;
     }
 
     @Override
     public int read(long pos, byte[] buf, int off, int len) throws IOException {
+      if (readEnd >= 0) {
+        return read(pos, ByteBuffer.wrap(buf, off, len));
+      }
       try {
         return lease.read(pos, buf, off, len, verifyChecksum);
       } catch (ChecksumException e) {
@@ -251,11 +332,42 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
 
     @Override
     public int read(long pos, ByteBuffer buf) throws IOException {
+      if (readEnd >= 0) {
+        return readBeingWritten(pos, buf);
+      }
       try {
         return lease.read(pos, buf, verifyChecksum);
       } catch (ChecksumException e) {
         throw corrupt(e);
       }
+    }
+
+    /**
+     * Fills {@code buf} up to the read's end from the replica of the block being written: the
+     * DataNode reported those bytes on disk when this accessor was built, so a read that cannot
+     * serve them (a recovery truncated the replica since) fails, and stock reads elsewhere.
+     */
+    private int readBeingWritten(long pos, ByteBuffer buf) throws IOException {
+      int done = 0;
+      while (buf.hasRemaining() && pos + done < readEnd) {
+        int n =
+            client
+                .tailReads()
+                .read(
+                    lease,
+                    block,
+                    token,
+                    pos + done,
+                    buf,
+                    readEnd,
+                    verifyChecksum,
+                    client.replicaSource().readContext());
+        if (n <= 0) {
+          break;
+        }
+        done += n;
+      }
+      return done > 0 ? done : (buf.hasRemaining() ? -1 : 0);
     }
 
     private IOException corrupt(ChecksumException e) {

@@ -215,6 +215,21 @@ public final class ReplicaSource {
   }
 
   /**
+   * As {@link #lease(ExtendedBlock, Token, String, String)} for a block being written: a lease of
+   * its own on a replica opened for a growing file, read with {@link TailReads#read}.
+   */
+  public ReplicaLease leaseBeingWritten(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
+      throws IOException {
+    if (closed) {
+      fallbacks.accept(FallbackReason.CLOSED);
+      return null;
+    }
+    return lease(
+        new LeasedReplica(this, reader), block, token, socketPath, fileName, fallbacks, true);
+  }
+
+  /**
    * Leases the replica of {@code block} from the DataNode at {@code socketPath}, opening it on a
    * miss, and reports the reason of a null result to {@code onFallback} (for a caller that tries
    * several DataNodes and counts only the final outcome, or the engine's counters).
