@@ -4,11 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
-import io.scr.shm.Segment;
-import io.scr.shm.SegmentFactory;
-import io.scr.shm.SharedMemoryFd;
-import io.scr.shm.ShmId;
-import io.scr.shm.ShmSupport;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -24,7 +19,6 @@ import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.newsclub.net.unix.AFUNIXSocket;
 
 /**
  * Mode B, the replica accessor and a file still open for write, read by the stock {@code
@@ -37,15 +31,8 @@ class AccessorOpenFileModeBTest {
   private static final int CHUNK = 512;
 
   static {
-    // The JVM-wide singletons (shm cleaner, junixsocket) before the cluster's leak baseline.
-    try (SharedMemoryFd fd = SegmentFactory.newBuilder().build().createFd(8192);
-        Segment s = Segment.map(ShmId.random(), fd.fd(), 8192)) {
-      s.slotCount();
-      ShmSupport.isAvailable();
-      AFUNIXSocket.newInstance().close();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    // The JVM-wide singletons before the cluster's leak baseline.
+    io.scr.shim.JvmSingletons.warm();
   }
 
   @RegisterExtension

@@ -8,11 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
-import io.scr.shm.Segment;
-import io.scr.shm.SegmentFactory;
-import io.scr.shm.SharedMemoryFd;
-import io.scr.shm.ShmId;
-import io.scr.shm.ShmSupport;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -30,7 +25,6 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.blockmanagement.DatanodeDescriptor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.newsclub.net.unix.AFUNIXSocket;
 
 /**
  * Mode B of {@code CorruptReplicaReportTest} (scr-core): two DataNodes with the shim on one host,
@@ -45,14 +39,8 @@ class CorruptReplicaReportModeBTest {
   private static final int BAD = 0;
 
   static {
-    try (SharedMemoryFd fd = SegmentFactory.newBuilder().build().createFd(8192);
-        Segment s = Segment.map(ShmId.random(), fd.fd(), 8192)) {
-      s.slotCount();
-      ShmSupport.isAvailable();
-      AFUNIXSocket.newInstance().close();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    // The JVM-wide singletons before the cluster's leak baseline.
+    io.scr.shim.JvmSingletons.warm();
   }
 
   @RegisterExtension

@@ -8,15 +8,9 @@ import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.shim.ScrShimPlugin;
-import io.scr.shm.Segment;
-import io.scr.shm.SegmentFactory;
-import io.scr.shm.SharedMemoryFd;
-import io.scr.shm.ShmId;
-import io.scr.shm.ShmSupport;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
-import java.io.IOException;
 import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
 import java.util.Arrays;
@@ -37,7 +31,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.newsclub.net.unix.AFUNIXSocket;
 
 /**
  * Mode B, two shim DataNodes on one host, a file whose every block lives only on DataNode 1, and a
@@ -54,15 +47,8 @@ class RemoteBlockModeBTest {
   private static byte[] data;
 
   static {
-    // The JVM-wide singletons (shm cleaner, junixsocket) before the cluster's leak baseline.
-    try (SharedMemoryFd fd = SegmentFactory.newBuilder().build().createFd(8192);
-        Segment s = Segment.map(ShmId.random(), fd.fd(), 8192)) {
-      s.slotCount();
-      ShmSupport.isAvailable();
-      AFUNIXSocket.newInstance().close();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    // The JVM-wide singletons before the cluster's leak baseline.
+    io.scr.shim.JvmSingletons.warm();
   }
 
   @RegisterExtension

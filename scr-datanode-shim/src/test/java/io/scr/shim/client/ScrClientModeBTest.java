@@ -14,11 +14,6 @@ import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.shim.ScrShimKeys;
 import io.scr.shim.ScrShimPlugin;
-import io.scr.shm.Segment;
-import io.scr.shm.SegmentFactory;
-import io.scr.shm.SharedMemoryFd;
-import io.scr.shm.ShmId;
-import io.scr.shm.ShmSupport;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -48,7 +43,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.newsclub.net.unix.AFUNIXSocket;
 
 /**
  * Mode B: the scr client ({@link ScrClient} and the replica accessor) against a DataNode with the
@@ -60,7 +54,7 @@ class ScrClientModeBTest {
   private static final int LEN = 2 * BLOCK + 300_123; // three blocks, the last partial
 
   static {
-    warmJvmSingletons();
+    io.scr.shim.JvmSingletons.warm();
   }
 
   @RegisterExtension
@@ -81,21 +75,6 @@ class ScrClientModeBTest {
   @AfterAll
   static void releaseAccessorEngines() {
     ScrReplicaAccessorBuilder.releaseAll();
-  }
-
-  /**
-   * The process-wide daemon threads our native stack keeps for the JVM's life (scr-shm's static
-   * Cleaners, jnr-ffi, junixsocket), started before the extension takes its leak baseline.
-   */
-  private static void warmJvmSingletons() {
-    try (SharedMemoryFd fd = SegmentFactory.newBuilder().build().createFd(8192);
-        Segment s = Segment.map(ShmId.random(), fd.fd(), 8192)) {
-      s.slotCount();
-      ShmSupport.isAvailable();
-      AFUNIXSocket.newInstance().close();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
   }
 
   private static Configuration conf(String context) {

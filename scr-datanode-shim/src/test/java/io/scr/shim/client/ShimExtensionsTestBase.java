@@ -7,11 +7,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.shim.ScrShimPlugin;
-import io.scr.shm.Segment;
-import io.scr.shm.SegmentFactory;
-import io.scr.shm.SharedMemoryFd;
-import io.scr.shm.ShmId;
-import io.scr.shm.ShmSupport;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.MiniDfs;
 import java.io.IOException;
@@ -25,7 +20,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.util.ServicePlugin;
-import org.newsclub.net.unix.AFUNIXSocket;
 
 /**
  * What the mode B extension tests ({@link ExtensionsModeBTest}, {@link ExtensionsDisabledShimTest})
@@ -39,16 +33,8 @@ abstract class ShimExtensionsTestBase {
   static final int CAPACITY = 2;
 
   static {
-    // Start the JVM-wide singletons (the shm cleaner, junixsocket) before the cluster's leak
-    // baseline is taken.
-    try (SharedMemoryFd fd = SegmentFactory.newBuilder().build().createFd(8192);
-        Segment s = Segment.map(ShmId.random(), fd.fd(), 8192)) {
-      s.slotCount();
-      ShmSupport.isAvailable();
-      AFUNIXSocket.newInstance().close();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    // The JVM-wide singletons before the cluster's leak baseline.
+    io.scr.shim.JvmSingletons.warm();
   }
 
   /** The test class's cluster. */
