@@ -2,6 +2,7 @@ package io.scr.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.Ticker;
+import io.scr.core.internal.EngineSeams;
 import java.io.File;
 import java.util.HashMap;
 import java.util.Map;

@@ -1,14 +1,15 @@
 package io.scr.core;
 
 import io.scr.cache.Ticker;
-import io.scr.core.health.DataNodeHealth;
+import io.scr.core.internal.EngineSeams;
+import io.scr.core.internal.health.DataNodeHealth;
+import io.scr.core.internal.net.DomainSocketPool;
+import io.scr.core.internal.net.FailureClass;
+import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.internal.read.MappedReads;
+import io.scr.core.internal.read.MappingBudget;
+import io.scr.core.internal.replica.ReplicaManager;
 import io.scr.core.metrics.ClientCounters;
-import io.scr.core.net.DomainSocketPool;
-import io.scr.core.net.FailureClass;
-import io.scr.core.net.PathBackoff;
-import io.scr.core.read.MappedReads;
-import io.scr.core.read.MappingBudget;
-import io.scr.core.replica.ReplicaManager;
 import java.util.EnumMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;

@@ -2,19 +2,20 @@ package io.scr.core;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
-import io.scr.core.health.DataNodeHealth;
-import io.scr.core.health.HealthPolicy;
-import io.scr.core.health.PathHealth;
+import io.scr.core.internal.EngineSeams;
+import io.scr.core.internal.health.DataNodeHealth;
+import io.scr.core.internal.health.HealthPolicy;
+import io.scr.core.internal.health.PathHealth;
+import io.scr.core.internal.net.DomainSocketPool;
+import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.internal.replica.AbsentReplicas;
+import io.scr.core.internal.replica.PrefetchResult;
+import io.scr.core.internal.replica.ReplicaManager;
+import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.core.metrics.EngineState;
 import io.scr.core.metrics.ScrClientMetrics;
-import io.scr.core.net.DomainSocketPool;
-import io.scr.core.net.PathBackoff;
-import io.scr.core.replica.AbsentReplicas;
-import io.scr.core.replica.PrefetchResult;
-import io.scr.core.replica.ReplicaManager;
-import io.scr.core.replica.ReplicaSource;
 import java.io.Closeable;
 import java.io.File;
 import java.io.IOException;
@@ -411,13 +412,13 @@ public final class ScrClient implements Closeable, EngineState {
    * asked (see {@code scr.client.extensions.enabled}).
    */
   @Override
-  public io.scr.core.net.PeerExtensions extensions() {
+  public io.scr.core.internal.net.PeerExtensions extensions() {
     return replicas.extensions();
   }
 
   /** How this engine reads blocks being written (up to a reader's visible length). */
   @Override
-  public io.scr.core.replica.TailReads tailReads() {
+  public io.scr.core.internal.replica.TailReads tailReads() {
     return replicaSource().tailReads();
   }
 
@@ -516,7 +517,7 @@ public final class ScrClient implements Closeable, EngineState {
    * or null when {@link ScrKeys#READ_MAPPED_ENABLED} is off.
    */
   @Override
-  public io.scr.core.read.MappedReads mappedReads() {
+  public io.scr.core.internal.read.MappedReads mappedReads() {
     return replicas.mappedReads();
   }
 
