@@ -2,18 +2,12 @@ package io.scr.cache;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -22,9 +16,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The {@link LeaseCache} implementation: a {@link ConcurrentHashMap} of {@link Node}s, lock stripes
- * that keep per-stripe access lists for eviction, and background work (closing, maintenance) run by
- * a {@link Scheduler}: by default one thread of the cache's own.
+ * The {@link LeaseCache} implementation, its lookup and its entries' lifecycle: a {@link
+ * ConcurrentHashMap} of {@link Node}s, lock stripes that keep per-stripe access lists for eviction,
+ * loads, retirement, eviction for size, expiry sweeps and counters. Two parts have a class of their
+ * own: the fd budget ({@link FdBudget}) and the background work ({@link BackgroundWork}: closing
+ * retired values and scheduling maintenance, by default on one thread of the cache's own).
  *
  * <p><b>Concurrency contract.</b>
  *
@@ -35,12 +31,10 @@ import org.slf4j.LoggerFactory;
  *       plus, once per clock tick, an opaque store of the idle time (from {@link #clock}, never the
  *       ticker) and one CAS recording the release in the stripe's lossy buffer. No lock is taken
  *       while the cache is within capacity, except a {@code tryLock} when the buffer is full. A
- *       release that makes an entry idle while the cache is <em>over</em> capacity (leases pinned
- *       entries past it) evicts on the releasing thread ({@code becameIdle → evictForSize}), taking
- *       stripe locks with a blocking {@code lock()}, as a load does: eviction waits for the lock
- *       rather than leave the cache over capacity. LRU order and idle times have the resolution of
- *       the clock tick: the maintenance interval, or the time between loads if those are more
- *       frequent.
+ *       release that makes an entry idle while the cache is <em>over</em> capacity evicts on the
+ *       releasing thread ({@code becameIdle → evictForSize}), taking stripe locks with a blocking
+ *       {@code lock()}, as a load does. LRU order and idle times have the resolution of the clock
+ *       tick: the maintenance interval, or the time between loads if those are more frequent.
  *   <li><b>Stripe locks</b> ({@link Stripe#lock}) own each stripe's access list. They are taken to
  *       link a loaded entry, to replay the buffer, to pick and retire eviction victims and to sweep
  *       for expiry. Map removals, counters and close scheduling happen after unlocking. No loader,
@@ -48,23 +42,15 @@ import org.slf4j.LoggerFactory;
  *       lock; the one value method that does is {@link CachedValue#isValid()}, asked by the
  *       maintenance sweep (see {@link Stripe}).
  *   <li><b>Loads</b> run on the leasing thread with no lock held. The loading node sits in the map
- *       so concurrent leases of the key wait on its future: the loader is called once.
- *   <li><b>Closing</b> happens in a task on the {@link Scheduler} (the first retired value queued
- *       while none is pending submits one; {@link #drainScheduled}), which also runs periodic
- *       maintenance. Two exceptions: a load whose value the fd budget refuses closes it on the
- *       loading thread (it was never published), and once {@link #close()} has begun, the thread
- *       that retires a value or returns its last lease closes it. {@code close()} stops the cache's
- *       own thread, waiting up to 30 s for a close in progress, then closes what is still queued;
- *       with an injected scheduler it does not wait for a task already running there.
+ *       so concurrent leases of the key wait on its future: the loader is called once. A load
+ *       reserves {@code typicalFdCost} in the {@link FdBudget} first (evicting idle entries,
+ *       waiting for the closer); a value that reports more fds reserves the difference after
+ *       loading, and is closed on the loading thread and refused if it cannot (it was never
+ *       published).
+ *   <li><b>Closing</b> is {@link BackgroundWork}'s, outside every lock; once {@link #close()} has
+ *       begun, the thread that retires a value or returns its last lease closes it.
  *   <li><b>Time</b> comes only from the {@link Ticker}: idle stamps, expiry, load times, the fd
  *       budget's wait and failure-log intervals. The scheduler decides only when tasks run.
- *   <li><b>fd budget</b>: {@link #fdsHeld} counts the fds of values not yet closed plus the
- *       reservations of loads in progress, and never exceeds the budget: a load reserves {@code
- *       typicalFdCost} before calling the loader, evicting idle entries and waiting for the closer
- *       if needed. A value that reports more fds than reserved reserves the difference after
- *       loading, the same way, and is closed and refused if it cannot. A load short of budget waits
- *       on {@link #budgetMonitor} (which guards nothing but that wait; {@link #budgetWaiters} is
- *       written under it and read without it, so a closer skips the monitor when nobody waits).
  *   <li><b>Benign races:</b> the entry count can pass capacity while leases pin entries, or briefly
  *       while two threads evict; lost buffer records leave LRU order approximate; {@link #stats()}
  *       reads counters one by one.
@@ -73,12 +59,6 @@ import org.slf4j.LoggerFactory;
 final class StripedLeaseCache<K, V extends CachedValue>
     implements LeaseCache<K, V>, ReusableLease.NodeReleaser {
   private static final Logger LOG = LoggerFactory.getLogger(LeaseCache.class);
-
-  /** Background failures of a streak are logged at most this often after the first. */
-  private static final long FAILURE_LOG_INTERVAL_NANOS = TimeUnit.MINUTES.toNanos(1);
-
-  /** How long {@link #close()} waits for the cache's own thread to finish a close in progress. */
-  private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
 
   private final LeaseCacheConfig config;
   private final LeaseCacheConfig.Sizing sizing;
@@ -93,11 +73,8 @@ final class StripedLeaseCache<K, V extends CachedValue>
   /** Linked entries, across all stripes. */
   private final AtomicInteger entries = new AtomicInteger();
 
-  /** Fds of unclosed values plus reservations of loads in progress. */
-  private final AtomicLong fdsHeld = new AtomicLong();
-
-  /** Fds of values queued for the closer: what a load short of budget may wait for. */
-  private final AtomicLong fdsClosing = new AtomicLong();
+  /** Fds of unclosed values plus reservations of loads in progress, within the budget. */
+  private final FdBudget budget;
 
   /**
    * The ticker's time as of the last maintenance run or load: what a release stamps as its idle
@@ -108,9 +85,6 @@ final class StripedLeaseCache<K, V extends CachedValue>
    */
   private volatile long clock;
 
-  private final Object budgetMonitor = new Object();
-  private volatile int budgetWaiters;
-
   private final LongAdder hits = new LongAdder();
   private final LongAdder misses = new LongAdder();
   private final LongAdder loads = new LongAdder();
@@ -118,32 +92,12 @@ final class StripedLeaseCache<K, V extends CachedValue>
   private final LongAdder loadNanos = new LongAdder();
   private final AtomicLong maxLoadNanos = new AtomicLong();
   private final LongAdder youngSizeEvictions = new LongAdder();
-  private final LongAdder closeFailures = new LongAdder();
   private final EnumMap<RemovalCause, LongAdder> removals = new EnumMap<>(RemovalCause.class);
 
   private final ThrashDetector thrash;
 
-  /** Retired, unleased nodes whose values await closing. */
-  private final ConcurrentLinkedQueue<Node<K, V>> closeQueue = new ConcurrentLinkedQueue<>();
-
-  private final Scheduler scheduler;
-
-  /** The cache's own thread when no scheduler was injected (stopped by close), else null. */
-  private final CloserThread ownThread;
-
-  /**
-   * A drain task is submitted and has not started draining: a close queued now will be seen by it.
-   * The task clears this before it polls, so a node queued after the clear submits another task.
-   */
-  private final AtomicBoolean drainScheduled = new AtomicBoolean();
-
-  /** The next maintenance run (cancelled by close). */
-  private volatile Future<?> nextMaintenance;
-
-  private final BackgroundFailures failures = new BackgroundFailures();
-
-  /** False once {@link #close()} has begun: closes then run on the thread that makes them due. */
-  private volatile boolean closerRunning = true;
+  /** Closing retired values and maintenance, on the scheduler. */
+  private final BackgroundWork<K, V> background;
 
   private volatile boolean closed;
 
@@ -176,10 +130,9 @@ final class StripedLeaseCache<K, V extends CachedValue>
           fdBudget);
     }
     LOG.info("{}: {}, {} stripes", config.name(), sizing.reason(), n);
-    this.ownThread =
-        config.scheduler().isPresent() ? null : new CloserThread(config.name() + "-closer");
-    this.scheduler = config.scheduler().orElse(ownThread);
-    scheduleMaintenance();
+    this.budget = new FdBudget(config.name(), fdBudget, config.fdBudgetWait(), ticker);
+    this.background = new BackgroundWork<>(config, budget, this::cleanUp);
+    background.start();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -189,7 +142,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
   public Lease<V> lease(K key, ValueLoader<? super K, ? extends V> loader) throws IOException {
     // Kept small so it inlines into the caller and the lease can be scalar-replaced.
     Node<K, V> n = acquireIfPresent(key);
-    return new NodeLease(n != null ? n : leaseSlow(key, loader));
+    return new NodeLease<>(this, n != null ? n : leaseSlow(key, loader));
   }
 
   @Override
@@ -299,7 +252,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
     K key = fresh.key;
     int reserved = config.typicalFdCost();
     try {
-      reserveFds(reserved, fresh.stripe.index, key);
+      budget.reserve(reserved, key, () -> evictOne(fresh.stripe.index, RemovalCause.FD_BUDGET));
     } catch (IOException | RuntimeException e) {
       failLoad(fresh, e);
       throw e;
@@ -313,7 +266,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
       }
     } catch (Throwable e) { // even a sneaky checked exception must not leave waiters hanging
       recordLoadTime(ticker.read() - start);
-      unreserve(reserved);
+      budget.unreserve(reserved);
       failLoad(fresh, e);
       if (e instanceof Error) {
         throw (Error) e;
@@ -327,17 +280,18 @@ final class StripedLeaseCache<K, V extends CachedValue>
         throw new IllegalStateException(key + ": fdCost() " + cost + " is negative");
       }
       if (cost > reserved) {
-        reserveFds(cost - reserved, fresh.stripe.index, key);
+        budget.reserve(
+            cost - reserved, key, () -> evictOne(fresh.stripe.index, RemovalCause.FD_BUDGET));
       } else if (cost < reserved) {
-        unreserve(reserved - cost);
+        budget.unreserve(reserved - cost);
       }
     } catch (IOException | RuntimeException e) {
-      unreserve(reserved);
+      budget.unreserve(reserved);
       fresh.fdCost = 0;
       failLoad(fresh, e);
       // Never published, leased or counted: closed here, outside every lock, rather than queued
       // for the closer, whose accounting would briefly count fds the budget refused.
-      closeQuietly(v, key);
+      background.closeQuietly(v, key);
       throw e instanceof IOException
           ? (IOException) e
           : new LeaseLoadException("loading " + key + " failed: " + e, e);
@@ -400,7 +354,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
     if (s == 0) {
       becameIdle(n, before != now);
     } else if (s == Node.RETIRED) {
-      scheduleClose(n);
+      background.scheduleClose(n);
     }
   }
 
@@ -432,39 +386,6 @@ final class StripedLeaseCache<K, V extends CachedValue>
     h ^= h >>> 16;
     h *= 0x9E3779B9;
     return stripes[(h >>> 16) & stripeMask];
-  }
-
-  /** A lease on one node. Confined to the leasing thread; close is idempotent. */
-  private final class NodeLease implements Lease<V> {
-    private Node<K, V> node;
-
-    NodeLease(Node<K, V> node) {
-      this.node = node;
-    }
-
-    @Override
-    public V value() {
-      Node<K, V> n = node;
-      if (n == null) {
-        throw new IllegalStateException("lease already closed");
-      }
-      return n.value;
-    }
-
-    @Override
-    public void close() {
-      Node<K, V> n = node;
-      if (n != null) {
-        node = null;
-        release(n);
-      }
-    }
-
-    @Override
-    public String toString() {
-      Node<K, V> n = node;
-      return n == null ? "Lease{closed}" : "Lease{" + n.key + "}";
-    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -505,7 +426,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
     }
     finishRemoval(n, cause, wasLinked);
     if (Node.count(before) == 0 && n.value != null) {
-      scheduleClose(n);
+      background.scheduleClose(n);
     }
     return true;
   }
@@ -545,219 +466,11 @@ final class StripedLeaseCache<K, V extends CachedValue>
         if (cause == RemovalCause.SIZE && thrash.isYoung(victim.loadedAt, ticker.read())) {
           youngSizeEvictions.increment();
         }
-        scheduleClose(victim);
+        background.scheduleClose(victim);
         return true;
       }
     }
     return false;
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // fd budget
-
-  private void reserveFds(int amount, int home, K key) throws IOException {
-    long deadline = 0;
-    boolean waited = false;
-    for (; ; ) {
-      long held = fdsHeld.get();
-      if (held + amount <= fdBudget) {
-        if (fdsHeld.compareAndSet(held, held + amount)) {
-          return;
-        }
-        continue;
-      }
-      boolean evicted = evictOne(home, RemovalCause.FD_BUDGET);
-      if (!evicted && fdsClosing.get() == 0) {
-        throw budgetExhausted(key, amount);
-      }
-      long now = ticker.read();
-      if (!waited) {
-        waited = true;
-        deadline = now + config.fdBudgetWait().toNanos();
-      } else if (now - deadline >= 0) {
-        throw budgetExhausted(key, amount);
-      }
-      awaitFdsFreed(Math.min(deadline - now, TimeUnit.MILLISECONDS.toNanos(10)), amount, key);
-    }
-  }
-
-  private void awaitFdsFreed(long nanos, int amount, K key) throws InterruptedIOException {
-    synchronized (budgetMonitor) {
-      budgetWaiters++;
-      try {
-        if (fdsHeld.get() + amount > fdBudget && fdsClosing.get() > 0 && nanos > 0) {
-          TimeUnit.NANOSECONDS.timedWait(budgetMonitor, nanos);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        InterruptedIOException ie =
-            new InterruptedIOException("interrupted waiting for fd budget to load " + key);
-        ie.initCause(e);
-        throw ie;
-      } finally {
-        budgetWaiters--;
-      }
-    }
-  }
-
-  private FdBudgetExhaustedException budgetExhausted(K key, int amount) {
-    return new FdBudgetExhaustedException(
-        String.format(
-            "%s: no room for %d more fds to load %s: %d of the fd budget %d are held and every"
-                + " cached value is leased; raise the fd budget or the process fd limit",
-            config.name(), amount, key, fdsHeld.get(), fdBudget),
-        null);
-  }
-
-  private void unreserve(long amount) {
-    fdsHeld.addAndGet(-amount);
-    signalBudgetWaiters();
-  }
-
-  private void signalBudgetWaiters() {
-    if (budgetWaiters > 0) {
-      synchronized (budgetMonitor) {
-        budgetMonitor.notifyAll();
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Closing
-
-  /** Hands a retired, unleased node's value to the closer. Called once per value, no lock held. */
-  private void scheduleClose(Node<K, V> n) {
-    fdsClosing.addAndGet(n.fdCost);
-    closeQueue.add(n);
-    if (!closerRunning) {
-      drainCloseQueue(); // the cache is closing: close on this (lock-free) thread
-    } else if (!drainScheduled.get() && drainScheduled.compareAndSet(false, true)) {
-      try {
-        scheduler.execute(this::runDrain);
-      } catch (RejectedExecutionException e) {
-        drainScheduled.set(false);
-        if (!closed) { // after close began, the cache's own thread refuses tasks: expected
-          LOG.warn("{}: the scheduler refused a close task; closing on this thread", config.name());
-        }
-        drainCloseQueue();
-      }
-    }
-  }
-
-  /** The close task: closes every queued value; a failure is logged and the next one closed. */
-  private void runDrain() {
-    drainScheduled.set(false);
-    Node<K, V> n;
-    while ((n = closeQueue.poll()) != null) {
-      try {
-        closeNow(n);
-      } catch (RuntimeException | Error e) {
-        failures.failed(e);
-      }
-    }
-  }
-
-  private void drainCloseQueue() {
-    Node<K, V> n;
-    while ((n = closeQueue.poll()) != null) {
-      closeNow(n);
-    }
-  }
-
-  private void closeNow(Node<K, V> n) {
-    try {
-      closeQuietly(n.value, n.key);
-    } finally {
-      // Even when close() threw an Error: the fds are as closed as they will ever be, and a
-      // budget that kept counting them would refuse loads for good.
-      fdsClosing.addAndGet(-n.fdCost);
-      fdsHeld.addAndGet(-n.fdCost);
-      signalBudgetWaiters();
-    }
-  }
-
-  private void closeQuietly(V v, K key) {
-    try {
-      v.close();
-    } catch (IOException | RuntimeException e) {
-      closeFailures.increment();
-      LOG.warn("{}: closing the value for {} failed", config.name(), key, e);
-    }
-  }
-
-  private void scheduleMaintenance() {
-    if (closed) {
-      return;
-    }
-    try {
-      nextMaintenance = scheduler.schedule(this::runMaintenance, config.maintenanceInterval());
-    } catch (RejectedExecutionException e) {
-      if (!closed) { // after close began, the cache's own thread refuses tasks: expected
-        LOG.warn(
-            "{}: the scheduler refused the maintenance task; maintenance stops", config.name());
-      }
-    }
-  }
-
-  /**
-   * The maintenance task: one {@link #cleanUp()}, then the next one an interval later. A failure
-   * (an {@code Error} from a value's {@code isValid}, say) is logged and the next run still
-   * scheduled.
-   */
-  private void runMaintenance() {
-    if (closed) {
-      return;
-    }
-    try {
-      cleanUp();
-      failures.succeeded();
-    } catch (RuntimeException | Error e) {
-      failures.failed(e);
-    } finally {
-      scheduleMaintenance();
-    }
-  }
-
-  /**
-   * Failures of background tasks: logged with the stack trace at the first of a streak, then at
-   * most once a minute as one line; the tasks keep running either way (a closer that died on an
-   * {@code Error} would leave every later close to the readers' threads). Synchronized: an injected
-   * scheduler may run tasks on several threads.
-   */
-  private final class BackgroundFailures {
-    private long inARow;
-    private long lastLoggedNanos;
-    private long notLogged;
-
-    synchronized void failed(Throwable e) {
-      long now = ticker.read();
-      if (inARow++ == 0) {
-        LOG.error(
-            "{}: closer failed; it keeps running (repeats are logged once a minute)",
-            config.name(),
-            e);
-        lastLoggedNanos = now;
-      } else if (now - lastLoggedNanos >= FAILURE_LOG_INTERVAL_NANOS) {
-        LOG.error(
-            "{}: closer failed again: {} in a row, {} not logged; latest: {}",
-            config.name(),
-            inARow,
-            notLogged,
-            e.toString());
-        lastLoggedNanos = now;
-        notLogged = 0;
-      } else {
-        notLogged++;
-      }
-    }
-
-    synchronized void succeeded() {
-      if (inARow > 0) {
-        LOG.info("{}: closer works again after {} failures", config.name(), inARow);
-        inARow = 0;
-        notLogged = 0;
-      }
-    }
   }
 
   @Override
@@ -771,6 +484,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
       }
       closed = true;
     }
+    background.stopping();
     for (Stripe<K, V> s : stripes) {
       s.lock.lock();
       try {
@@ -782,25 +496,7 @@ final class StripedLeaseCache<K, V extends CachedValue>
     for (Node<K, V> n : map.values()) {
       retire(n, RemovalCause.CACHE_CLOSED);
     }
-    closerRunning = false;
-    Future<?> maintenance = nextMaintenance;
-    if (maintenance != null) {
-      maintenance.cancel(/* mayInterruptIfRunning= */ false);
-    }
-    boolean interrupted = false;
-    if (ownThread != null) {
-      try {
-        if (!ownThread.stop(STOP_TIMEOUT)) {
-          LOG.warn("{}: closer thread did not stop within 30 s", config.name());
-        }
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    drainCloseQueue();
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
+    background.stop();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -821,11 +517,11 @@ final class StripedLeaseCache<K, V extends CachedValue>
       }
       for (Node<K, V> n : expired) {
         finishRemoval(n, RemovalCause.EXPIRED, true);
-        scheduleClose(n);
+        background.scheduleClose(n);
       }
       for (Node<K, V> n : stale) {
         finishRemoval(n, RemovalCause.STALE, true);
-        scheduleClose(n);
+        background.scheduleClose(n);
       }
       expired.clear();
       stale.clear();
@@ -862,12 +558,12 @@ final class StripedLeaseCache<K, V extends CachedValue>
         loadNanos.sum(),
         maxLoadNanos.get(),
         removed,
-        closeFailures.sum(),
+        background.closeFailures(),
         thrash.warnings(),
         thrash.recommendedCapacity(),
         entries.get(),
         leased,
-        fdsHeld.get(),
+        budget.held(),
         capacity,
         fdBudget);
   }

@@ -1,8 +1,8 @@
 package io.scr.core;
 
-import io.scr.core.replica.AbsentReplicas;
-import io.scr.core.replica.ReplicaKey;
-import io.scr.core.replica.ReplicaManager;
+import io.scr.core.internal.replica.AbsentReplicas;
+import io.scr.core.internal.replica.ReplicaKey;
+import io.scr.core.internal.replica.ReplicaManager;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;

@@ -23,7 +23,7 @@ public enum FallbackReason {
   IO_ERROR,
   /**
    * The DataNode cannot serve this block locally (unknown block, stale generation stamp), or said
-   * so recently and is not asked again ({@code io.scr.core.replica.AbsentReplicas}).
+   * so recently and is not asked again ({@code io.scr.core.internal.replica.AbsentReplicas}).
    */
   BLOCK_REFUSED,
   /** The engine has been closed. */
@@ -36,8 +36,8 @@ public enum FallbackReason {
    */
   DATANODE_TIMEOUT,
   /**
-   * The local DataNode is suspect, unresponsive or dead ({@code io.scr.core.health}), so the
-   * replica was not asked for there; replicas already open keep reading short-circuit.
+   * The local DataNode is suspect, unresponsive or dead ({@code io.scr.core.internal.health}), so
+   * the replica was not asked for there; replicas already open keep reading short-circuit.
    */
   DATANODE_UNHEALTHY
 }

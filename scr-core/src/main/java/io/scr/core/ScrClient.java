@@ -1,29 +1,25 @@
 package io.scr.core;
 
-import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
-import io.scr.core.health.DataNodeHealth;
-import io.scr.core.health.HealthPolicy;
-import io.scr.core.health.PathHealth;
+import io.scr.core.internal.EngineSeams;
+import io.scr.core.internal.health.DataNodeHealth;
+import io.scr.core.internal.health.HealthPolicy;
+import io.scr.core.internal.health.PathHealth;
+import io.scr.core.internal.net.DomainSocketPool;
+import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.internal.replica.AbsentReplicas;
+import io.scr.core.internal.replica.PrefetchResult;
+import io.scr.core.internal.replica.ReplicaManager;
+import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.core.metrics.EngineState;
 import io.scr.core.metrics.ScrClientMetrics;
-import io.scr.core.net.DomainSocketPool;
-import io.scr.core.net.FailureClass;
-import io.scr.core.net.PathBackoff;
-import io.scr.core.replica.AbsentReplicas;
-import io.scr.core.replica.PrefetchResult;
-import io.scr.core.replica.ReplicaManager;
-import io.scr.core.replica.ReplicaSource;
 import java.io.Closeable;
 import java.io.File;
 import java.io.IOException;
-import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -49,15 +45,11 @@ import org.apache.hadoop.security.token.Token;
  * distinguished by {@code _PORT}.
  *
  * <p>Thread-safety: thread-safe; every part is. {@link #socketPathFor} and a cache-hit {@link
- * #lease} take no lock other readers wait on. The registry of shared instances and each engine's
- * reference count are guarded by a static monitor, taken only by acquire and close.
+ * #lease} take no lock other readers wait on. The shared instances and their reference counts are
+ * {@link EngineRegistry}'s, behind its lock, taken only by acquire and close; the keys are read and
+ * checked, and the parts built, by {@link EngineWiring}.
  */
 public final class ScrClient implements Closeable, EngineState {
-  private static final Object REGISTRY_LOCK = new Object();
-
-  @GuardedBy("REGISTRY_LOCK")
-  private static final Map<String, ScrClient> REGISTRY = new HashMap<>();
-
   private final String context;
 
   /** The client keys this engine was built from, to name differences of later acquires. */
@@ -74,9 +66,6 @@ public final class ScrClient implements Closeable, EngineState {
   private final PrefetchThreads prefetchThreads;
 
   private final EngineObservability observability;
-
-  @GuardedBy("REGISTRY_LOCK")
-  private int references;
 
   private volatile boolean closed;
 
@@ -112,73 +101,18 @@ public final class ScrClient implements Closeable, EngineState {
     this.settings = new EngineSettings(context, conf);
     this.ticker = ticker;
     this.fallbacks = new FallbackCounters(new FdBudgetWarning(context, ticker, this::cacheStats));
-    // A bad budget fails here, before any socket, thread or fd exists.
-    Integer capacity = ScrKeys.CACHE_CAPACITY.get(conf::get);
-    Long fdBudget = ScrKeys.CACHE_FD_BUDGET.get(conf::get);
-    if (fdBudget != null && fdBudget < 2) {
-      throw new IllegalArgumentException(
-          ScrKeys.CACHE_FD_BUDGET.name()
-              + "="
-              + fdBudget
-              + ": must be at least 2 (one replica holds two fds); unset it to derive the budget"
-              + " from the process fd limit");
-    }
-    int prefetchThreads = ScrKeys.PREFETCH_THREADS.get(conf::get);
-    int prefetchQueue = ScrKeys.PREFETCH_QUEUE_SIZE.get(conf::get);
-    if (prefetchThreads < 1 || prefetchQueue < 1) {
-      throw new IllegalArgumentException(
-          ScrKeys.PREFETCH_THREADS.name()
-              + "="
-              + prefetchThreads
-              + ", "
-              + ScrKeys.PREFETCH_QUEUE_SIZE.name()
-              + "="
-              + prefetchQueue
-              + ": both must be at least 1; turn prefetch off with "
-              + ScrKeys.PREFETCH_MAX_BLOCKS.name()
-              + "=0 instead");
-    }
+    EngineWiring.check(conf); // before any socket, thread or fd exists
     this.enabled = ScrKeys.CLIENT_ENABLED.get(conf::get);
     this.sockets = new LocalSockets(conf, ticker, directoryLister);
-    Map<FailureClass, Integer> base = new EnumMap<>(FailureClass.class);
-    base.put(FailureClass.CONNECT, ScrKeys.BACKOFF_CONNECT_SECONDS.get(conf::get));
-    base.put(FailureClass.UNSUPPORTED, ScrKeys.BACKOFF_UNSUPPORTED_SECONDS.get(conf::get));
-    base.put(FailureClass.IO, ScrKeys.BACKOFF_IO_SECONDS.get(conf::get));
-    base.put(FailureClass.SHM, ScrKeys.BACKOFF_SHM_SECONDS.get(conf::get));
-    this.backoff = new PathBackoff(ticker, base, ScrKeys.BACKOFF_MAX_SECONDS.get(conf::get));
+    this.backoff = EngineWiring.backoff(conf, ticker);
     DataNodeHealth health = DataNodeHealth.shared(HealthPolicy.from(conf));
-    DomainSocketPool pool =
-        DomainSocketPool.newBuilder()
-            .deadlines(health.segmentDeadlines())
-            .connectTimeoutMs(ScrKeys.NET_CONNECT_TIMEOUT_MS.get(conf::get))
-            .readTimeoutMs(ScrKeys.netReadTimeoutMs(conf))
-            .maxIdlePerPath(ScrKeys.NET_POOL_MAX_IDLE.get(conf::get))
-            .idleExpiryMs(ScrKeys.NET_POOL_IDLE_EXPIRY_MS.get(conf::get))
-            .ticker(ticker)
-            .build();
+    DomainSocketPool pool = EngineWiring.socketPool(conf, health, ticker);
     this.replicas =
-        ReplicaManager.newBuilder(context, pool, backoff)
-            .ticker(ticker)
-            .capacity(capacity == null ? 0 : capacity)
-            .fdBudget(fdBudget == null ? 0 : fdBudget)
-            .idleExpiryMs(ScrKeys.CACHE_IDLE_EXPIRY_MS.get(conf::get))
-            .staleThresholdMs(ScrKeys.replicaStaleThresholdMs(conf))
-            .shmEnabled(ScrKeys.SHM_ENABLED.get(conf::get))
-            .outliveDataNode(ScrKeys.REPLICA_OUTLIVE_DATANODE.get(conf::get))
-            .extensionsEnabled(ScrKeys.EXTENSIONS_ENABLED.get(conf::get))
-            .slotLowWatermark(ScrKeys.SLOT_POOL_LOW_WATERMARK.get(conf::get))
-            .slotWaitMs(ScrKeys.SLOT_POOL_MAX_ALLOCATION_WAIT_MS.get(conf::get))
-            .scratchBytes(ScrKeys.READ_SCRATCH_BYTES.get(conf::get))
-            .mappedReads(mappedReads(conf))
-            .clientName("scr_" + context + "_" + ProcessHandle.current().pid())
-            .fallbacks(fallbacks)
-            .counters(counters)
-            .health(health)
-            .afterMissChecked(seams::afterMissChecked)
-            .build();
+        EngineWiring.replicaManager(
+            conf, context, pool, backoff, ticker, fallbacks, counters, health, seams);
     this.source = replicas.source();
     this.accessorLeases = new AccessorLeases(replicas, sockets, fallbacks);
-    this.prefetchThreads = new PrefetchThreads(context, prefetchThreads, prefetchQueue);
+    this.prefetchThreads = EngineWiring.prefetchThreads(conf, context);
     this.observability =
         new EngineObservability(
             context,
@@ -211,33 +145,17 @@ public final class ScrClient implements Closeable, EngineState {
    * @throws IllegalStateException the context already has an engine (built without these seams)
    */
   static ScrClient acquire(Configuration conf, EngineSeams seams) {
-    String context = ScrKeys.CLIENT_CONTEXT.get(conf::get);
-    if (context == null || context.isEmpty()) {
-      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf::get);
-    }
-    synchronized (REGISTRY_LOCK) {
-      ScrClient client = REGISTRY.get(context);
-      if (client == null) {
-        client =
-            new ScrClient(
-                conf,
-                context,
-                Ticker.systemTicker(),
-                File::list,
-                seams == null ? EngineSeams.NONE : seams);
-        REGISTRY.put(context, client);
-        client.observability.start();
-      } else if (seams != null) {
-        throw new IllegalStateException(
-            "client context "
-                + context
-                + " already has an engine; seams need a context of their own");
-      } else {
-        client.settings.warnIfDiffer(conf);
-      }
-      client.references++;
-      return client;
-    }
+    return EngineRegistry.acquire(conf, seams);
+  }
+
+  /** Starts the metrics and diagnostics views; once, when the registry first shares the engine. */
+  void startObservability() {
+    observability.start();
+  }
+
+  /** Logs once per set of differing keys that a later acquire asked for other settings. */
+  void warnIfSettingsDiffer(Configuration conf) {
+    settings.warnIfDiffer(conf);
   }
 
   /** The context name this engine is shared under. */
@@ -494,13 +412,13 @@ public final class ScrClient implements Closeable, EngineState {
    * asked (see {@code scr.client.extensions.enabled}).
    */
   @Override
-  public io.scr.core.net.PeerExtensions extensions() {
+  public io.scr.core.internal.net.PeerExtensions extensions() {
     return replicas.extensions();
   }
 
   /** How this engine reads blocks being written (up to a reader's visible length). */
   @Override
-  public io.scr.core.replica.TailReads tailReads() {
+  public io.scr.core.internal.replica.TailReads tailReads() {
     return replicaSource().tailReads();
   }
 
@@ -599,38 +517,8 @@ public final class ScrClient implements Closeable, EngineState {
    * or null when {@link ScrKeys#READ_MAPPED_ENABLED} is off.
    */
   @Override
-  public io.scr.core.read.MappedReads mappedReads() {
+  public io.scr.core.internal.read.MappedReads mappedReads() {
     return replicas.mappedReads();
-  }
-
-  /** The mapped-read policy {@code conf} asks for, or null (off). */
-  private static io.scr.core.read.MappedReads mappedReads(Configuration conf) {
-    if (!ScrKeys.READ_MAPPED_ENABLED.get(conf::get)) {
-      return null;
-    }
-    int minReads = ScrKeys.READ_MAPPED_MIN_READS.get(conf::get);
-    int maxMappings = ScrKeys.READ_MAPPED_MAX_MAPPINGS.get(conf::get);
-    long maxBytes = ScrKeys.READ_MAPPED_MAX_MAPPED_BYTES.get(conf::get);
-    if (minReads < 1 || maxMappings < 0 || maxBytes < 0) {
-      throw new IllegalArgumentException(
-          ScrKeys.READ_MAPPED_MIN_READS.name()
-              + "="
-              + minReads
-              + ", "
-              + ScrKeys.READ_MAPPED_MAX_MAPPINGS.name()
-              + "="
-              + maxMappings
-              + ", "
-              + ScrKeys.READ_MAPPED_MAX_MAPPED_BYTES.name()
-              + "="
-              + maxBytes
-              + ": min-reads must be at least 1 and the limits not negative; turn mapped reads"
-              + " off with "
-              + ScrKeys.READ_MAPPED_ENABLED.name()
-              + "=false instead");
-    }
-    return io.scr.core.read.MappedReads.of(
-        io.scr.core.read.MappingBudget.of(maxMappings, maxBytes), minReads);
   }
 
   /** The slot pools' counters. */
@@ -654,16 +542,10 @@ public final class ScrClient implements Closeable, EngineState {
    */
   @Override
   public void close() {
-    synchronized (REGISTRY_LOCK) {
-      if (references == 0) {
-        return;
-      }
-      if (--references > 0) {
-        return;
-      }
-      REGISTRY.remove(context, this);
-      closed = true;
+    if (!EngineRegistry.release(this)) {
+      return;
     }
+    closed = true;
     observability.stop();
     prefetchThreads.shutdown(); // queued prefetches see the engine closed and skip
     replicas.close();

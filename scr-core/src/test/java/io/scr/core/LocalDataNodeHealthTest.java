@@ -7,9 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.scr.core.health.FakeDataNodeSocket;
-import io.scr.core.health.HealthState;
-import io.scr.core.health.PathHealth;
+import io.scr.core.internal.health.FakeDataNodeSocket;
+import io.scr.core.internal.health.HealthState;
+import io.scr.core.internal.health.PathHealth;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;

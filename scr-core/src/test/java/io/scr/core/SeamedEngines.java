@@ -1,5 +1,6 @@
 package io.scr.core;
 
+import io.scr.core.internal.EngineSeams;
 import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;

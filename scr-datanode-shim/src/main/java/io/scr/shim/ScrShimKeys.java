@@ -37,34 +37,6 @@ public final class ScrShimKeys {
           "listen(2) backlog of the shim socket (stock DataNodes hard-code 128; overflow costs"
               + " clients a 3-second connect retry). The kernel caps it at net.core.somaxconn.");
 
-  /**
-   * TEST ONLY. Skips the socket path security check, which rejects the world-writable temporary
-   * directories tests run in. Never set it on a real DataNode: anyone who can write a parent
-   * directory can replace the socket and impersonate the DataNode.
-   */
-  public static final ConfigKey<Boolean> SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY =
-      define(
-          "scr.shim.socket.path.validation.skip.test-only",
-          Boolean.class,
-          false,
-          "TEST ONLY: skip the socket path security check (temporary directories are"
-              + " world-writable). Never set on a real DataNode.");
-
-  /**
-   * TEST ONLY. A directory whose components (it and its ancestors) the socket path check does not
-   * judge, as stock's tests skip path components: the directories below it, the socket's own
-   * included, are still checked. Lets test clusters put sockets below world-writable {@code /tmp}
-   * while the check runs. Refused on a secure (Kerberos) DataNode.
-   */
-  public static final ConfigKey<String> SOCKET_PATH_TRUSTED_DIR_TEST_ONLY =
-      define(
-          "scr.shim.socket.path.trusted.dir.test-only",
-          String.class,
-          "",
-          "TEST ONLY: a directory that, with its ancestors, the socket path check does not judge"
-              + " (the directories below it are checked). Refused on a Kerberos DataNode; shown by"
-              + " the SocketPathCheckSkipped metric. Never set on a real DataNode.");
-
   /** Netty event-loop threads serving connections. */
   public static final ConfigKey<Integer> IO_THREADS =
       define("scr.shim.io.threads", Integer.class, 2, "Netty epoll event-loop threads.");

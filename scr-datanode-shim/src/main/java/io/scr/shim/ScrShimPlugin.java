@@ -11,6 +11,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.apache.hadoop.net.unix.DomainSocket;
@@ -40,10 +41,15 @@ import org.slf4j.LoggerFactory;
  * removes the socket file. A failure to serve is logged with its cause and fix and never stops the
  * DataNode.
  *
+ * <p>The socket path check judges every component of the path. Tests, whose sockets live below a
+ * world-writable temporary directory, name a subclass of their own in {@code dfs.datanode.plugins}
+ * that trusts that directory ({@link #ScrShimPlugin(UnaryOperator)}); no configuration key turns
+ * the check off.
+ *
  * <p>Thread-safety: {@code start}, {@code stop} and the accessors may be called from any thread;
  * lifecycle state is guarded by this object's monitor.
  */
-public final class ScrShimPlugin implements ServicePlugin {
+public class ScrShimPlugin implements ServicePlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ScrShimPlugin.class);
   private static final long DATASET_POLL_MS = 50;
 
@@ -87,9 +93,28 @@ public final class ScrShimPlugin implements ServicePlugin {
 
   private volatile Throwable failure;
 
+  /** For a socket path, the directory the check does not judge (tests only); null: none. */
+  private final UnaryOperator<Path> trustedDirectory;
+
+  /** The plugin as a DataNode builds it from {@code dfs.datanode.plugins}. */
+  public ScrShimPlugin() {
+    this.trustedDirectory = null;
+  }
+
+  /**
+   * For test subclasses only: the socket path check does not judge {@code
+   * trustedDirectory.apply(socketPath)} and its ancestors (the directories below it, the socket's
+   * own included, are judged), as stock's tests skip path components, so that a test cluster can
+   * put its socket below a world-writable temporary directory while the check runs. Refused on a
+   * secure (Kerberos) DataNode; shown by the {@code SocketPathCheckSkipped} metric and one WARN.
+   */
+  protected ScrShimPlugin(UnaryOperator<Path> trustedDirectory) {
+    this.trustedDirectory = java.util.Objects.requireNonNull(trustedDirectory, "trustedDirectory");
+  }
+
   /** Called by the DataNode; {@code service} is the {@code DataNode}. */
   @Override
-  public synchronized void start(Object service) {
+  public final synchronized void start(Object service) {
     if (!(service instanceof DataNode)) {
       throw new IllegalArgumentException(
           "ScrShimPlugin is a DataNode plugin (dfs.datanode.plugins), not for " + service);
@@ -131,28 +156,23 @@ public final class ScrShimPlugin implements ServicePlugin {
     Path socketPath =
         Paths.get(DomainSocket.getEffectivePath(config.socketPathTemplate, dn.getXferPort()));
     try {
-      SocketPathSecurity.checkSkipAllowed(
-          config.skipPathValidation,
-          config.trustedSocketDir,
+      Path trusted =
+          trustedDirectory == null
+              ? null
+              : trustedDirectory.apply(socketPath.toAbsolutePath()).toAbsolutePath();
+      SocketPathSecurity.checkTrustAllowed(
+          getClass().getName(),
+          trusted,
           org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
-      if (config.trustedSocketDir != null && !config.skipPathValidation) {
+      if (trusted != null) {
         metrics.socketPathCheckSkipped = true;
         LOG.warn(
-            "{}={}: the socket path check does not judge that directory and its ancestors. For"
-                + " tests only; never set it on a real DataNode",
-            ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY,
-            config.trustedSocketDir);
-        SocketPathSecurity.check(
-            socketPath, SocketPathSecurity.effectiveUid(), config.trustedSocketDir);
-      } else if (config.skipPathValidation) {
-        metrics.socketPathCheckSkipped = true;
-        LOG.warn(
-            "{}=true: the socket path security check is OFF. This is for tests only; never"
-                + " set it on a real DataNode",
-            ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY);
-      } else {
-        SocketPathSecurity.check(socketPath, SocketPathSecurity.effectiveUid());
+            "{}: the socket path check does not judge {} and its ancestors. A test build of the"
+                + " plugin; never use it on a real DataNode",
+            getClass().getName(),
+            trusted);
       }
+      SocketPathSecurity.check(socketPath, SocketPathSecurity.effectiveUid(), trusted);
       limits = ClientLimits.from(config);
       registry = new SegmentRegistry(limits, metrics);
       SegmentFactory segments =
@@ -261,7 +281,7 @@ public final class ScrShimPlugin implements ServicePlugin {
 
   /** Called by the DataNode on shutdown: releases every thread, fd, segment and the socket file. */
   @Override
-  public void stop() {
+  public final void stop() {
     ScheduledThreadPoolExecutor c;
     synchronized (this) {
       if (stopped) {
@@ -331,7 +351,7 @@ public final class ScrShimPlugin implements ServicePlugin {
 
   /** Same as {@link #stop()}. */
   @Override
-  public void close() {
+  public final void close() {
     stop();
   }
 
@@ -339,17 +359,17 @@ public final class ScrShimPlugin implements ServicePlugin {
    * Waits until the shim is serving; false if it did not within {@code timeoutMs} (see {@link
    * #failure()} for why).
    */
-  public boolean awaitServing(long timeoutMs) throws InterruptedException {
+  public final boolean awaitServing(long timeoutMs) throws InterruptedException {
     return serving.await(timeoutMs, TimeUnit.MILLISECONDS);
   }
 
   /** Why the shim could not start serving, or null. */
-  public Throwable failure() {
+  public final Throwable failure() {
     return failure;
   }
 
   /** The bound socket path, or null while not serving. */
-  public synchronized Path socketPath() {
+  public final synchronized Path socketPath() {
     return server == null ? null : server.socketPath();
   }
 
@@ -357,7 +377,7 @@ public final class ScrShimPlugin implements ServicePlugin {
    * A point-in-time copy of the shim's counters: requests by op and status, fds passed, live
    * segments, slots, connections and clients, per-op latency, rejections by reason.
    */
-  public Map<String, Long> counters() {
+  public final Map<String, Long> counters() {
     Map<String, Long> snapshot = metrics.snapshot();
     ClientLimits l;
     synchronized (this) {

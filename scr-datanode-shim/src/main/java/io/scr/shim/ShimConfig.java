@@ -9,11 +9,6 @@ import org.apache.hadoop.conf.Configuration;
 final class ShimConfig {
   final String socketPathTemplate;
   final int backlog;
-  final boolean skipPathValidation;
-
-  /** The test-only trusted directory, or null. */
-  final Path trustedSocketDir;
-
   final int ioThreads;
   final int workerThreads;
   final int workerQueue;
@@ -48,9 +43,6 @@ final class ShimConfig {
   private ShimConfig(Configuration c) {
     socketPathTemplate = string(c, ScrShimKeys.SOCKET_PATH);
     backlog = positiveInt(c, ScrShimKeys.SOCKET_BACKLOG);
-    skipPathValidation = bool(c, ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY);
-    String trusted = string(c, ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY);
-    trustedSocketDir = trusted.isEmpty() ? null : Paths.get(trusted).toAbsolutePath();
     ioThreads = positiveInt(c, ScrShimKeys.IO_THREADS);
     workerThreads = positiveInt(c, ScrShimKeys.WORKER_THREADS);
     workerQueue = positiveInt(c, ScrShimKeys.WORKER_QUEUE);

@@ -11,7 +11,6 @@ import io.scr.shim.SegmentRegistry.ShimSegment;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
@@ -20,10 +19,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One client connection: admits it (per-client and shim-wide limits, peer credentials), decodes its
- * request frames ({@link RequestFrames}), decides where each request is served (on this event loop
- * for fd requests while {@link FdRequestRouting} allows, for segment requests, single releases and
- * liveness probes; else on a worker), and tracks what the connection is for; {@link
- * DirectReplyWriter} and {@link ReplyWriter} send the replies.
+ * request frames ({@link RequestFrames}), tracks what the connection is for (its states and their
+ * timers: the request deadline, the receipt deadline) and closes or lingers it. Where a request is
+ * served and who sends its reply first is {@link RequestRunner}'s; {@link ReplyWriter} sends the
+ * rest of a reply and reports it {@linkplain #written written}.
  *
  * <p>States: READY (decode the next frame), BUSY (one request in flight; what arrives meanwhile
  * waits in the cumulation buffer, and more than twice the largest request closes the connection),
@@ -32,17 +31,12 @@ import org.slf4j.LoggerFactory;
  * has read the fds passed to it: {@link #close}).
  *
  * <p>Concurrency: every instance field is confined to the channel's event loop (the static logs and
- * flags are thread-safe, shared by every connection). A request handed to a worker carries copies
- * of what it needs (op, body, client key, pid, a duplicate of the socket fd) and reads no mutable
- * field here, only the final, thread-safe collaborators: the worker builds an immutable {@link
- * Reply}, may send it on its own fd duplicate ({@link DirectReplyWriter}, never through the
- * channel, which stays the event loop's; no other write can be in flight while the connection is
- * BUSY), and posts the reply and how far it got back with {@code eventLoop().execute}, which
- * publishes them to this loop.
+ * flags are thread-safe, shared by every connection). A request served on a worker reads none of
+ * them: {@link RequestRunner} hands it copies, and its reply comes back to this loop through the
+ * connection's {@link ReplyWriter} (no other write can be in flight while the connection is BUSY).
  */
 final class ShimConnectionHandler extends ByteToMessageDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(ShimConnectionHandler.class);
-  private static final ThrottledLog WORKER_FAILURES = new ThrottledLog(Ticker.SYSTEM);
   private static final ThrottledLog REFUSED_AT_ACCEPT = new ThrottledLog(Ticker.SYSTEM);
   private static final ThrottledLog REQUEST_TIMEOUTS = new ThrottledLog(Ticker.SYSTEM);
   private static final ThrottledLog PENDING_INPUT = new ThrottledLog(Ticker.SYSTEM);
@@ -61,9 +55,11 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final SegmentRegistry registry;
   private final ClientLimits limits;
   private final ShimMetrics metrics;
-  private final Executor workers;
   private final Ticker ticker;
-  private final DirectReplyWriter direct;
+
+  /** Where each request is served and who sends its reply first. */
+  private final RequestRunner runner;
+
   private final int maxRequestBytes;
 
   /** Input a connection may have buffered while its request is served (BUSY). */
@@ -72,11 +68,6 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
   private final long receiptTimeoutMs;
   private final long writeTimeoutMs;
   private final long requestTimeoutMs;
-
-  /**
-   * Whether op 87 is served here or on a worker ({@link ScrShimKeys#FD_REQUESTS_ON_EVENT_LOOP}).
-   */
-  private final FdRequestRouting routing;
 
   private final PeerIdentity.Lookup peers;
 
@@ -149,15 +140,13 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
     this.registry = registry;
     this.limits = limits;
     this.metrics = metrics;
-    this.workers = workers;
     this.ticker = ticker;
-    this.direct = new DirectReplyWriter(metrics, ticker);
+    this.runner = new RequestRunner(service, registry, metrics, workers, routing, ticker);
     this.maxRequestBytes = config.maxRequestBytes;
     this.pendingInputLimit = config.pendingInputLimit;
     this.receiptTimeoutMs = config.receiptTimeoutMs;
     this.writeTimeoutMs = config.writeTimeoutMs;
     this.requestTimeoutMs = config.requestTimeoutMs;
-    this.routing = routing;
   }
 
   @Override
@@ -422,82 +411,8 @@ final class ShimConnectionHandler extends ByteToMessageDecoder {
       writer.send(service.limitReply(op, overLimit), DirectReplyWriter.Progress.NONE);
       return;
     }
-    long decoded = ticker.read();
-    boolean epoll = ctx.channel() instanceof EpollDomainSocketChannel;
-    if (epoll && op == ShortCircuitService.OP_REQUEST_FDS && routing.onEventLoop()) {
-      routing.startOnEventLoop();
-      Reply r = handle(op, body, client, decoded);
-      routing.servedOnEventLoop(ticker.read() - decoded, r);
-      replyFromLoop(ctx, r);
-      return;
-    }
-    if (epoll && service.servedInMemory(op, body)) {
-      // Memory only, never storage, the dataset's lock or the workers: a memfd segment created,
-      // zero-filled and mapped in tens of microseconds, one slot released, or a liveness probe.
-      // Through a worker, the two hand-offs cost more than the work (op 89 took 0.5-1.2 ms at
-      // the median on the workers, and a new client's first reads wait for its first segment),
-      // and a probe would measure the workers instead of this loop.
-      replyFromLoop(ctx, handle(op, body, client, decoded));
-      return;
-    }
-    int socketFd = DirectReplyWriter.duplicate(ctx.channel());
-    int clientKey = client;
-    int clientPid = pid;
-    ReplyWriter replies = writer;
-    try {
-      workers.execute(
-          () -> {
-            // Runs on a worker: reads only the captured copies above, never this handler's fields.
-            Reply r = handle(op, body, clientKey, decoded);
-            DirectReplyWriter.Progress done = DirectReplyWriter.Progress.NONE;
-            if (socketFd >= 0) {
-              try {
-                done = direct.send(socketFd, r, clientPid);
-              } finally {
-                FdPassing.close(socketFd);
-              }
-            }
-            DirectReplyWriter.Progress sent = done;
-            try {
-              ctx.channel().eventLoop().execute(() -> replies.send(r, sent));
-            } catch (RejectedExecutionException shuttingDown) {
-              r.abandon(registry);
-            }
-          });
-    } catch (RejectedExecutionException e) {
-      if (socketFd >= 0) {
-        FdPassing.close(socketFd);
-      }
-      metrics.reject(ShimMetrics.Rejection.BUSY);
+    if (!runner.run(ctx, op, body, client, pid, writer)) {
       close(ctx);
-    }
-  }
-
-  /**
-   * Sends {@code r}, built on this event loop, on the channel's own fd at once (no other thread can
-   * close it while this loop runs); the rest of the send runs as this loop's next task, outside the
-   * decode.
-   */
-  private void replyFromLoop(ChannelHandlerContext ctx, Reply r) {
-    DirectReplyWriter.Progress done =
-        direct.send(((EpollDomainSocketChannel) ctx.channel()).fd().intValue(), r, pid);
-    ReplyWriter replies = writer;
-    ctx.channel().eventLoop().execute(() -> replies.send(r, done));
-  }
-
-  /**
-   * {@link ShortCircuitService#handle}, with a last guard: always returns a reply. Runs on this
-   * event loop or a worker; touches no field but the final ones.
-   */
-  private Reply handle(int op, byte[] body, int clientKey, long decoded) {
-    try {
-      return service.handle(op, body, clientKey, decoded);
-    } catch (Throwable t) {
-      // handle() answers every failure itself; this is the last guard. A task that ends without
-      // posting a reply would leave the connection BUSY forever.
-      metrics.reject(ShimMetrics.Rejection.INTERNAL_ERROR);
-      WORKER_FAILURES.log(LOG, "scr shim worker failed op " + op + " for client " + clientKey, t);
-      return service.internalError();
     }
   }
 

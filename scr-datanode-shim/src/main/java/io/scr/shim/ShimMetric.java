@@ -64,12 +64,8 @@ public enum ShimMetric {
       "SocketPathCheckSkipped",
       Kind.GAUGE,
       "flag",
-      "1 when the socket path security check skipped components"
-          + " ("
-          + ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY
-          + " or "
-          + ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY
-          + "): alert on it"),
+      "1 when the socket path security check skipped components (a test build of the plugin"
+          + " that trusts a temporary directory): alert on it"),
   REJECTIONS_TOTAL(
       "RejectionsTotal", Kind.COUNTER, "events", "Connections or requests refused, all reasons");
 

@@ -120,7 +120,9 @@ final class ShimMetrics {
   final LongAdder invalidationScanFailures = new LongAdder();
   final LongAdder nonFinalizedReplicasServed = new LongAdder();
 
-  /** Whether the socket path check was skipped (the test-only key): never true in production. */
+  /**
+   * Whether the socket path check trusted a directory (a test plugin): never true in production.
+   */
   volatile boolean socketPathCheckSkipped;
 
   ShimMetrics() {

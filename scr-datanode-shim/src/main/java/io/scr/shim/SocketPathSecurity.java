@@ -35,34 +35,29 @@ final class SocketPathSecurity {
   }
 
   /**
-   * Refuses {@code scr.shim.socket.path.validation.skip.test-only} on a secure (Kerberos) DataNode:
-   * there the socket is how clients trust that they talk to the DataNode, and a path anyone can
-   * write lets them be handed a forged replica. Stock has no such switch outside its tests.
+   * Refuses a trusted directory (a test build of the plugin, {@link
+   * ScrShimPlugin#ScrShimPlugin(java.util.function.UnaryOperator)}) on a secure (Kerberos)
+   * DataNode: there the socket is how clients trust that they talk to the DataNode, and a path
+   * anyone can write lets them be handed a forged replica. Stock has no such switch outside its
+   * tests.
    *
+   * @param plugin the plugin class the DataNode was configured with, named in the message
+   * @param trustedDir the directory the plugin would not judge, or null (nothing to refuse)
    * @param secure whether Hadoop security (Kerberos) is on ({@code
    *     UserGroupInformation.isSecurityEnabled()})
    */
-  static void checkSkipAllowed(boolean skip, boolean secure) throws InsecureSocketPathException {
-    checkSkipAllowed(skip, null, secure);
-  }
-
-  /** As {@link #checkSkipAllowed(boolean, boolean)}, also for the test-only trusted directory. */
-  static void checkSkipAllowed(boolean skip, Path trustedDir, boolean secure)
+  static void checkTrustAllowed(String plugin, Path trustedDir, boolean secure)
       throws InsecureSocketPathException {
     if (trustedDir != null && secure) {
       throw new InsecureSocketPathException(
-          ScrShimKeys.SOCKET_PATH_TRUSTED_DIR_TEST_ONLY
-              + "="
+          "dfs.datanode.plugins="
+              + plugin
+              + " trusts "
               + trustedDir
-              + " is refused on a secure (Kerberos) DataNode: remove the key and put the socket"
-              + " in a directory only root and the DataNode user can write");
-    }
-    if (skip && secure) {
-      throw new InsecureSocketPathException(
-          ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY
-              + "=true is refused on a secure (Kerberos) DataNode: the socket path check is what"
-              + " keeps other local users from replacing the socket. Remove the key and put the"
-              + " socket in a directory only root and the DataNode user can write");
+              + " for tests, which is refused on a secure (Kerberos) DataNode: name "
+              + ScrShimPlugin.class.getName()
+              + " itself and put the socket in a directory only root and the DataNode user can"
+              + " write");
     }
   }
 

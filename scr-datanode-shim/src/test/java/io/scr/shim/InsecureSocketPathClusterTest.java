@@ -22,8 +22,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The socket path check runs end to end in a DataNode. A shim whose socket directory anyone can
  * write does not start (its failure names the key and the directory), binds nothing, and the
- * DataNode keeps running. The shared temporary directory above is trusted the test-only way (its
- * components are not judged); the socket's own directory is.
+ * DataNode keeps running. The shared temporary directory above is trusted by the test plugin
+ * ({@link TempDirShimPlugin}: its components are not judged); the socket's own directory is.
  */
 class InsecureSocketPathClusterTest {
   private static final Path TRUSTED = trustedParent();
@@ -35,10 +35,9 @@ class InsecureSocketPathClusterTest {
           .mode(DataNodeMode.TCP)
           .configure(
               c -> {
-                c.set("dfs.datanode.plugins", ScrShimPlugin.class.getName());
+                c.set("dfs.datanode.plugins", TempDirShimPlugin.class.getName());
                 c.set(
                     ScrShimKeys.SOCKET_PATH.name(), OPEN_DIR.resolve("shim._PORT.sock").toString());
-                c.set(MiniDfs.SHIM_TRUSTED_DIR_KEY, TRUSTED.toString());
               })
           .buildExtension();
 

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.net.PeerExtensions;
-import io.scr.core.protocol.ShortCircuitProtocol;
-import io.scr.core.read.TailSnapshot;
+import io.scr.core.internal.net.PeerExtensions;
+import io.scr.core.internal.protocol.ShortCircuitProtocol;
+import io.scr.core.internal.read.TailSnapshot;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.lang.reflect.Proxy;

@@ -144,7 +144,8 @@ class ShimMetricsClusterTest {
     ObjectName bean = new ObjectName("Hadoop:service=DataNode,name=" + source.sourceName());
     assertTrue(mbs.isRegistered(bean), "JMX bean " + bean + " while serving");
     assertTrue(mbs.getAttribute(bean, "LiveSegments") instanceof Number);
-    // MiniDfs clusters skip the socket path check (temporary directories): visible, not silent.
+    // MiniDfs clusters run the test plugin, which trusts the temporary directory above the socket
+    // directory: visible, not silent.
     assertEquals(1, ((Number) mbs.getAttribute(bean, "SocketPathCheckSkipped")).intValue());
     assertEquals(1L, plugin.counters().get("socket_path_check_skipped"));
 

@@ -93,27 +93,20 @@ class SocketPathSecurityTest {
   }
 
   @Test
-  void theTestOnlySkipIsRefusedOnASecureDataNode() throws IOException {
-    SocketPathSecurity.InsecureSocketPathException refused =
-        assertThrows(
-            SocketPathSecurity.InsecureSocketPathException.class,
-            () -> SocketPathSecurity.checkSkipAllowed(true, true));
-    assertTrue(
-        refused.getMessage().contains(ScrShimKeys.SOCKET_PATH_VALIDATION_SKIP_TEST_ONLY.name()),
-        refused.getMessage());
-    SocketPathSecurity.checkSkipAllowed(true, false); // tests on an insecure mini cluster
-    SocketPathSecurity.checkSkipAllowed(false, true);
-  }
-
-  @Test
   void aTrustedDirectoryIsRefusedOnASecureDataNodeAndSkipsOnlyItsOwnComponents()
       throws IOException {
     Path trusted = Files.createDirectory(tmp.resolve("trusted"));
     Files.setPosixFilePermissions(trusted, PosixFilePermissions.fromString("rwxrwxrwx"));
-    assertThrows(
-        SocketPathSecurity.InsecureSocketPathException.class,
-        () -> SocketPathSecurity.checkSkipAllowed(false, trusted, true));
-    SocketPathSecurity.checkSkipAllowed(false, trusted, false);
+    SocketPathSecurity.InsecureSocketPathException onKerberos =
+        assertThrows(
+            SocketPathSecurity.InsecureSocketPathException.class,
+            () -> SocketPathSecurity.checkTrustAllowed("TestPlugin", trusted, true));
+    assertTrue(
+        onKerberos.getMessage().contains("TestPlugin")
+            && onKerberos.getMessage().contains(ScrShimPlugin.class.getName()),
+        onKerberos.getMessage());
+    SocketPathSecurity.checkTrustAllowed("TestPlugin", trusted, false); // an insecure mini cluster
+    SocketPathSecurity.checkTrustAllowed(ScrShimPlugin.class.getName(), null, true);
 
     int uid = SocketPathSecurity.effectiveUid();
     Path own = Files.createDirectory(trusted.resolve("own"));

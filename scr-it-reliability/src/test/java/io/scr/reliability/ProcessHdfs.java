@@ -79,8 +79,8 @@ final class ProcessHdfs implements AutoCloseable {
   /**
    * Null when the socket directory passes the socket path rules up to {@code /}; otherwise why not,
    * and the local DataNode skips the check above the socket directory: the shim trusts its parent
-   * ({@code scr.shim.socket.path.trusted.dir.test-only}), a stock DataNode starts through {@link
-   * RelaxedDataNode} ({@code DomainSocket.disableBindPathValidation()}).
+   * (the test build of the plugin, {@code TempDirShimPlugin}), a stock DataNode starts through
+   * {@link RelaxedDataNode} ({@code DomainSocket.disableBindPathValidation()}).
    */
   private final String relaxedCheck;
 
@@ -210,12 +210,11 @@ final class ProcessHdfs implements AutoCloseable {
       Path libraryPath = noNativeDir;
       if (local) {
         if (mode == LocalMode.SHIM) {
-          hdfs.put("dfs.datanode.plugins", "io.scr.shim.ScrShimPlugin");
+          // The test build of the plugin trusts the parent of the socket directory.
+          hdfs.put(
+              "dfs.datanode.plugins",
+              relaxedCheck != null ? "io.scr.shim.TempDirShimPlugin" : "io.scr.shim.ScrShimPlugin");
           hdfs.put("scr.shim.socket.path", socketTemplate());
-          if (relaxedCheck != null) {
-            hdfs.put(
-                "scr.shim.socket.path.trusted.dir.test-only", socketDir.getParent().toString());
-          }
         } else {
           // a stock DataNode binds its socket only with short-circuit on in its own configuration
           hdfs.put("dfs.client.read.shortcircuit", "true");

@@ -46,18 +46,20 @@ import org.apache.hadoop.net.unix.DomainSocket;
  */
 public final class MiniDfs implements AutoCloseable {
   /**
-   * Key the scr shim reads for its socket path (set here in {@link DataNodeMode#SHIM}). This and
-   * {@link #SHIM_TRUSTED_DIR_KEY} repeat names from the shim's catalogue ({@code ScrShimKeys})
-   * because scr-testing cannot depend on the shim or the client: both use scr-testing in their
-   * tests, and Maven refuses the cycle.
+   * Key the scr shim reads for its socket path (set here in {@link DataNodeMode#SHIM}). It repeats
+   * a name from the shim's catalogue ({@code ScrShimKeys}), and the plugin classes below are named
+   * as strings, because scr-testing cannot depend on the shim or the client: both use scr-testing
+   * in their tests, and Maven refuses the cycle.
    */
   public static final String SHIM_SOCKET_PATH_KEY = "scr.shim.socket.path";
 
   /**
-   * The shim's TEST-ONLY trusted directory: it and its ancestors are not judged by the socket path
-   * check, the directories below it are (set here to the parent of the socket directory).
+   * The shim plugin for test clusters (scr-datanode-shim's test jar): its socket path check judges
+   * the socket's own directory and trusts only the temporary directory above it, which is
+   * world-writable on most machines. {@link DataNodeMode#SHIM} names it unless the caller gave a
+   * {@linkplain Builder#secureSocketBase secure socket base}, where the production plugin runs.
    */
-  public static final String SHIM_TRUSTED_DIR_KEY = "scr.shim.socket.path.trusted.dir.test-only";
+  public static final String TEST_SHIM_PLUGIN_CLASS = "io.scr.shim.TempDirShimPlugin";
 
   /** How long {@link DataNodeMode#SHIM} start-up waits for every DataNode's shim socket. */
   private static final long SHIM_SOCKET_WAIT_MS = 30_000;
@@ -118,29 +120,31 @@ public final class MiniDfs implements AutoCloseable {
     c.setInt("dfs.heartbeat.interval", 1);
     c.setBoolean("dfs.permissions.enabled", true);
     if (spec.mode == DataNodeMode.SHIM) {
-      try {
-        Class.forName(SHIM_PLUGIN_CLASS, false, MiniDfs.class.getClassLoader());
-      } catch (ClassNotFoundException e) {
-        throw new IllegalStateException(
-            "DataNodeMode.SHIM needs "
-                + SHIM_PLUGIN_CLASS
-                + " (module scr-datanode-shim) on the test classpath; add io.scr:scr-datanode-shim"
-                + " as a test dependency",
-            e);
-      }
-      c.set("dfs.datanode.plugins", SHIM_PLUGIN_CLASS);
-      c.set(SHIM_SOCKET_PATH_KEY, shimSocketTemplate());
       // The shim's socket path check runs, its own directory (0700, ours) included; only the
       // shared temporary directory above it (world-writable /tmp on most machines) is trusted,
-      // unless the caller gave a base that passes the check.
-      if (spec.secureSocketBase == null) {
-        c.set(SHIM_TRUSTED_DIR_KEY, socketDir.getParent().toString());
-      }
+      // by the test plugin, unless the caller gave a base that passes the check.
+      c.set(
+          "dfs.datanode.plugins",
+          spec.secureSocketBase == null ? TEST_SHIM_PLUGIN_CLASS : SHIM_PLUGIN_CLASS);
+      c.set(SHIM_SOCKET_PATH_KEY, shimSocketTemplate());
       // dfs.domain.socket.path stays unset on the cluster: the DataNode must not bind a stock
       // socket next to the shim's.
     }
     for (Consumer<Configuration> customizer : spec.customizers) {
       customizer.accept(c);
+    }
+    if (spec.mode == DataNodeMode.SHIM) {
+      String plugin = c.get("dfs.datanode.plugins"); // a customizer may name a plugin of its own
+      try {
+        Class.forName(plugin, false, MiniDfs.class.getClassLoader());
+      } catch (ClassNotFoundException e) {
+        throw new IllegalStateException(
+            "DataNodeMode.SHIM needs "
+                + plugin
+                + " on the test classpath; add io.scr:scr-datanode-shim and its test jar"
+                + " (<type>test-jar</type>) as test dependencies",
+            e);
+      }
     }
     return c;
   }
@@ -501,9 +505,9 @@ public final class MiniDfs implements AutoCloseable {
     /**
      * Puts the socket directory under {@code base}, a directory that with all its parents passes
      * the socket path rules for this process's user (owned by root or this user, writable by nobody
-     * else): the shim's check then judges every component and its test-only trusted directory key
-     * is not set. Default: under {@code java.io.tmpdir}, whose parents (a world-writable {@code
-     * /tmp}) are trusted through that key.
+     * else): the production shim plugin runs and its check judges every component. Default: under
+     * {@code java.io.tmpdir}, whose parents (a world-writable {@code /tmp}) the test plugin ({@link
+     * MiniDfs#TEST_SHIM_PLUGIN_CLASS}) trusts.
      */
     public Builder secureSocketBase(Path base) {
       this.secureSocketBase = base.toAbsolutePath();

@@ -64,7 +64,7 @@ public final class Demo {
    * A directory for the shim's socket that passes the DataNode's socket path rules with every
    * parent, for this user, and is short enough for {@code sun_path}: {@code $XDG_RUNTIME_DIR}, else
    * {@code /run} (root), else the home directory. Null when none does (then the socket goes under
-   * {@code java.io.tmpdir} and the shim is told, by its test-only key, to trust the parents).
+   * {@code java.io.tmpdir} and the test build of the shim plugin trusts the parents).
    */
   static java.nio.file.Path secureSocketBase() {
     int uid;
@@ -168,8 +168,8 @@ public final class Demo {
             .mode(mode)
             .configure(c -> c.set(ScrKeys.DFS_CLIENT_SOCKET_TIMEOUT.name(), "60000"));
     if (socketBase != null) {
-      // The shim judges every directory above its socket, as on a real DataNode: no test-only
-      // trusted-directory key (and no WARN about one).
+      // The production shim plugin judges every directory above its socket, as on a real
+      // DataNode: no test plugin trusting a directory (and no WARN about one).
       cluster.secureSocketBase(socketBase);
     }
     try (MiniDfs dfs = cluster.start()) {

@@ -103,7 +103,7 @@ final class BenchFile implements AutoCloseable {
   private void requireMappedReads() {
     try (io.scr.core.ScrClient engine =
         io.scr.core.ScrClient.acquire(reader.fileSystem().getConf())) {
-      io.scr.core.read.MappedReads mapped = engine.mappedReads();
+      io.scr.core.internal.read.MappedReads mapped = engine.mappedReads();
       if (mapped == null || mapped.reads() == 0 || mapped.fallbacks() != 0) {
         throw new IllegalStateException(
             path

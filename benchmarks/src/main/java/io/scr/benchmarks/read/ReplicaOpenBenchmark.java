@@ -1,8 +1,6 @@
 package io.scr.benchmarks.read;
 
 import io.scr.core.ScrKeys;
-import io.scr.core.metrics.ClientCounters;
-import io.scr.core.metrics.ClientSnapshot;
 import io.scr.shim.ScrShimKeys;
 import io.scr.shim.ScrShimPlugin;
 import java.io.File;
@@ -28,7 +26,6 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.util.ServicePlugin;
-import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -70,14 +67,14 @@ import org.openjdk.jmh.runner.IterationType;
  * readers read, so much of every path's p99 is this harness's work. {@code BEFORE}: each
  * iteration's setup opens as many generations as the iteration before used, and a margin; only
  * closing (client work: replicas closed while others open) and, if the readers outrun the estimate,
- * an open ({@link OpenPhases#harnessOpens}) happen while measuring. On a machine whose idle cores
- * are slow to wake (this 2-core VM) {@code BEFORE} also lets the cores idle more between
+ * an open ({@link ReplicaOpenPhases#harnessOpens}) happen while measuring. On a machine whose idle
+ * cores are slow to wake (this 2-core VM) {@code BEFORE} also lets the cores idle more between
  * operations, which the medians then show.
  *
- * <p><b>Where an open's time goes</b>, as secondary results ({@link OpenPhases}, µs): the client's
- * own timers ({@code ClientCounters.OpenPhase}: slot allocation, the op-87 exchange round trip, the
- * files: channels, meta header and checksums) for the scr paths, p50 and p99 of each client
- * generation closed during the iteration (else of the one being read), averaged over those
+ * <p><b>Where an open's time goes</b>, as secondary results ({@link ReplicaOpenPhases}, µs): the
+ * client's own timers ({@code ClientCounters.OpenPhase}: slot allocation, the op-87 exchange round
+ * trip, the files: channels, meta header and checksums) for the scr paths, p50 and p99 of each
+ * client generation closed during the iteration (else of the one being read), averaged over those
  * generations; and in mode B the shim's ({@code phase.request_fds.*} of its counters: queue to a
  * worker, checks, file opens, slot registration, hand-off back to the event loop, send of the reply
  * and fds, total), the mean of the iteration and the p50 and p99 since the trial began (warm-up
@@ -89,6 +86,12 @@ import org.openjdk.jmh.runner.IterationType;
  *
  * <p>12 warm-up iterations: with 3, the JIT's compiler threads still used 4.0-4.4 s of CPU in the 8
  * s after them (per-thread CPU from /proc), on the 2 cores the readers share.
+ *
+ * <p>Thread-safety: the readers and the background thread share the ring of generations (an {@code
+ * AtomicReferenceArray}; a reader counts itself in a generation's {@code active} and re-checks the
+ * ring before reading, so a retired generation is closed only after its last read); opening and
+ * closing generations is serialized by {@code ringLock}. The per-trial and per-iteration fields are
+ * JMH's set-up and tear-down's, which do not overlap the reads.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
@@ -102,7 +105,7 @@ public class ReplicaOpenBenchmark {
   static final int READ = 4096;
 
   /** Slots for generations: the one being read, the one before it, and those opened ahead. */
-  private static final int RING = 64;
+  static final int RING = 64;
 
   /** Generations kept open past the one being read: the background thread's horizon. */
   private static final int MIN_AHEAD = 2;
@@ -136,8 +139,8 @@ public class ReplicaOpenBenchmark {
 
   private BenchFile file;
   private File[] blockFiles;
-  private final AtomicLong ops = new AtomicLong();
-  private final AtomicReferenceArray<Generation> ring = new AtomicReferenceArray<>(RING);
+  final AtomicLong ops = new AtomicLong();
+  final AtomicReferenceArray<Generation> ring = new AtomicReferenceArray<>(RING);
   private Thread preparer;
 
   /** Serializes opening and closing generations (the preparer, an iteration's setup). */
@@ -153,7 +156,7 @@ public class ReplicaOpenBenchmark {
   private long opsAtIterationStart;
 
   /** Generations the background thread opened: each while reads were timed. */
-  private final AtomicLong harnessOpens = new AtomicLong();
+  final AtomicLong harnessOpens = new AtomicLong();
 
   private volatile boolean stopping;
 
@@ -169,7 +172,7 @@ public class ReplicaOpenBenchmark {
   private volatile Throwable preparerFailure;
 
   /** One client context and its stream; {@code active} counts reads in flight. */
-  private static final class Generation {
+  static final class Generation {
     final long number;
     final FileSystem fs;
     final FSDataInputStream in;
@@ -296,10 +299,10 @@ public class ReplicaOpenBenchmark {
   }
 
   /** The engines of generations closed since the last iteration ended (scr paths). */
-  private final ConcurrentLinkedQueue<ClosedEngine> closedEngines = new ConcurrentLinkedQueue<>();
+  final ConcurrentLinkedQueue<ClosedEngine> closedEngines = new ConcurrentLinkedQueue<>();
 
   /** A closed generation's engine, whose counters outlive it; read after the iteration. */
-  private static final class ClosedEngine {
+  static final class ClosedEngine {
     final long number;
     final io.scr.core.ScrClient scr;
 
@@ -309,29 +312,13 @@ public class ReplicaOpenBenchmark {
     }
   }
 
-  private final AtomicBoolean iterationReported = new AtomicBoolean();
+  final AtomicBoolean iterationReported = new AtomicBoolean();
 
   /** The shim of mode B's DataNode, or null. */
-  private ScrShimPlugin shim;
+  ScrShimPlugin shim;
 
   /** The shim's phase sums and counts at the end of the previous iteration. */
-  private Map<String, Long> shimBefore = Map.of();
-
-  private static final ClientCounters.OpenPhase[] CLIENT_PHASES = ClientCounters.OpenPhase.values();
-
-  /** [open p50, open p99, then p50, p99 of each client phase], nanoseconds. */
-  private static long[] clientTimers(ClientSnapshot s) {
-    long[] t = new long[2 + 2 * CLIENT_PHASES.length];
-    ClientCounters.Latency open = s.replicaOpenLatency();
-    t[0] = open.p50Nanos();
-    t[1] = open.p99Nanos();
-    for (int i = 0; i < CLIENT_PHASES.length; i++) {
-      ClientCounters.Latency l = s.replicaOpenPhase(CLIENT_PHASES[i]);
-      t[2 + 2 * i] = l.p50Nanos();
-      t[3 + 2 * i] = l.p99Nanos();
-    }
-    return t;
-  }
+  Map<String, Long> shimBefore = Map.of();
 
   private static ScrShimPlugin shimOf(DataNode dn) {
     try {
@@ -349,155 +336,6 @@ public class ReplicaOpenBenchmark {
       return null;
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("DataNode.plugins is not Hadoop 3.4.2's", e);
-    }
-  }
-
-  /**
-   * The breakdown of replica opens, µs, as JMH secondary results: one thread of each iteration
-   * fills them and the others report 0, so JMH's sum is the figure. Client fields are 0 for the
-   * stock paths (stock has no such timers), shim fields 0 outside mode B.
-   */
-  @State(Scope.Thread)
-  @AuxCounters(AuxCounters.Type.EVENTS)
-  public static class OpenPhases {
-    public long clientOpenP50;
-    public long clientOpenP99;
-    public long clientSlotP50;
-    public long clientSlotP99;
-    public long clientExchangeP50;
-    public long clientExchangeP99;
-    public long clientFilesP50;
-    public long clientFilesP99;
-    public long shimQueueMean;
-    public long shimQueueP50;
-    public long shimQueueP99;
-    public long shimCheckMean;
-    public long shimCheckP99;
-    public long shimOpenMean;
-    public long shimOpenP99;
-    public long shimRegisterMean;
-    public long shimRegisterP99;
-    public long shimHandoffMean;
-    public long shimHandoffP50;
-    public long shimHandoffP99;
-    public long shimSendMean;
-    public long shimSendP99;
-    public long shimTotalMean;
-    public long shimTotalP50;
-    public long shimTotalP99;
-
-    /**
-     * Mode B, this iteration: times a slow fd request moved serving to the shim's workers, and slow
-     * ones that did not (the loop thread was preempted, paused by a GC, or computing).
-     */
-    public long shimMovesToWorkers;
-
-    public long shimSlowKeptOnLoop;
-
-    /**
-     * File systems (generations) the harness opened while this iteration's reads were timed, each
-     * competing with them: with {@code generations=DURING} about one per 2048 reads; with {@code
-     * BEFORE} only when the readers outran the estimate, 0 normally.
-     */
-    public long harnessOpens;
-
-    private long harnessOpensBefore;
-
-    @Setup(Level.Iteration)
-    public void reset(ReplicaOpenBenchmark bench) {
-      clientOpenP50 = clientOpenP99 = clientSlotP50 = clientSlotP99 = 0;
-      clientExchangeP50 = clientExchangeP99 = clientFilesP50 = clientFilesP99 = 0;
-      shimQueueMean = shimQueueP50 = shimQueueP99 = shimCheckMean = shimCheckP99 = 0;
-      shimOpenMean = shimOpenP99 = shimRegisterMean = shimRegisterP99 = 0;
-      shimHandoffMean = shimHandoffP50 = shimHandoffP99 = shimSendMean = shimSendP99 = 0;
-      shimTotalMean = shimTotalP50 = shimTotalP99 = 0;
-      shimMovesToWorkers = shimSlowKeptOnLoop = harnessOpens = 0;
-      harnessOpensBefore = bench.harnessOpens.get();
-      bench.iterationReported.set(false);
-    }
-
-    @TearDown(Level.Iteration)
-    public void record(ReplicaOpenBenchmark bench) {
-      if (!bench.iterationReported.compareAndSet(false, true)) {
-        return;
-      }
-      harnessOpens = bench.harnessOpens.get() - harnessOpensBefore;
-      long[] sum = new long[2 + 2 * CLIENT_PHASES.length];
-      int n = 0;
-      for (ClosedEngine e; (e = bench.closedEngines.poll()) != null; ) {
-        if (REPORT) {
-          report(e.number, e.scr);
-        }
-        ClientSnapshot s = e.scr.metricsSnapshot();
-        if (s.replicaOpenLatency().count() == 0) {
-          continue;
-        }
-        long[] t = clientTimers(s);
-        for (int i = 0; i < sum.length; i++) {
-          sum[i] += t[i];
-        }
-        n++;
-      }
-      if (n == 0) {
-        // No generation ended during this iteration: the one being read so far.
-        long current = bench.ops.get() / BLOCKS;
-        Generation g = bench.ring.get((int) (current % RING));
-        if (g != null && g.number == current && g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
-          ClientSnapshot s = ((io.scr.core.hdfs.ScrFileSystem) g.fs).scrClient().metricsSnapshot();
-          if (s.replicaOpenLatency().count() > 0) {
-            sum = clientTimers(s);
-            n = 1;
-          }
-        }
-      }
-      if (n > 0) {
-        clientOpenP50 = sum[0] / n / 1000;
-        clientOpenP99 = sum[1] / n / 1000;
-        clientSlotP50 = sum[2] / n / 1000;
-        clientSlotP99 = sum[3] / n / 1000;
-        clientExchangeP50 = sum[4] / n / 1000;
-        clientExchangeP99 = sum[5] / n / 1000;
-        clientFilesP50 = sum[6] / n / 1000;
-        clientFilesP99 = sum[7] / n / 1000;
-      }
-      if (bench.shim != null) {
-        Map<String, Long> now = bench.shim.counters();
-        Map<String, Long> before = bench.shimBefore;
-        bench.shimBefore = now;
-        shimQueueMean = intervalMean(now, before, "queue");
-        shimQueueP50 = stat(now, "queue", "p50_us");
-        shimQueueP99 = stat(now, "queue", "p99_us");
-        shimCheckMean = intervalMean(now, before, "check");
-        shimCheckP99 = stat(now, "check", "p99_us");
-        shimOpenMean = intervalMean(now, before, "open");
-        shimOpenP99 = stat(now, "open", "p99_us");
-        shimRegisterMean = intervalMean(now, before, "register");
-        shimRegisterP99 = stat(now, "register", "p99_us");
-        shimHandoffMean = intervalMean(now, before, "handoff");
-        shimHandoffP50 = stat(now, "handoff", "p50_us");
-        shimHandoffP99 = stat(now, "handoff", "p99_us");
-        shimSendMean = intervalMean(now, before, "send");
-        shimSendP99 = stat(now, "send", "p99_us");
-        shimTotalMean = intervalMean(now, before, "total");
-        shimTotalP50 = stat(now, "total", "p50_us");
-        shimTotalP99 = stat(now, "total", "p99_us");
-        shimMovesToWorkers = delta(now, before, "fd_requests_moved_to_workers");
-        shimSlowKeptOnLoop = delta(now, before, "fd_requests_slow_kept_on_loop");
-      }
-    }
-
-    private static long stat(Map<String, Long> m, String phase, String which) {
-      return m.getOrDefault("phase.request_fds." + phase + "." + which, 0L);
-    }
-
-    private static long delta(Map<String, Long> now, Map<String, Long> before, String counter) {
-      return now.getOrDefault(counter, 0L) - before.getOrDefault(counter, 0L);
-    }
-
-    private static long intervalMean(Map<String, Long> now, Map<String, Long> before, String p) {
-      long count = stat(now, p, "count") - stat(before, p, "count");
-      long total = stat(now, p, "total_us") - stat(before, p, "total_us");
-      return count > 0 ? total / count : 0;
     }
   }
 
@@ -535,7 +373,8 @@ public class ReplicaOpenBenchmark {
 
   private void closeUntraced(Generation g) throws IOException {
     if (g.fs instanceof io.scr.core.hdfs.ScrFileSystem) {
-      // Its timers are read when the iteration ends (OpenPhases.record), not here: a snapshot
+      // Its timers are read when the iteration ends (ReplicaOpenPhases.record), not here: a
+      // snapshot
       // also counts the process's open fds (a /proc/self/fd listing) and walks the cache, about 7
       // ms of harness work per generation that the stock paths do not pay, and closes run while
       // reads are timed.
@@ -547,62 +386,6 @@ public class ReplicaOpenBenchmark {
       BenchFile.closeStockCaches((DistributedFileSystem) g.fs);
     }
     g.fs.close();
-  }
-
-  /** {@code -Dscr.bench.replicaOpen.report=true}: one line per scr generation on stderr. */
-  private static final boolean REPORT = Boolean.getBoolean("scr.bench.replicaOpen.report");
-
-  private static void report(long number, io.scr.core.ScrClient scr) {
-    io.scr.core.metrics.ClientSnapshot s = scr.metricsSnapshot();
-    StringBuilder sb = new StringBuilder("replica-open g").append(number);
-    io.scr.core.metrics.ClientCounters.Latency open = s.replicaOpenLatency();
-    sb.append(" opens=")
-        .append(open.count())
-        .append(" open_us{p50=")
-        .append(open.p50Nanos() / 1000)
-        .append(" p99=")
-        .append(open.p99Nanos() / 1000)
-        .append(" max=")
-        .append(open.maxNanos() / 1000)
-        .append('}');
-    for (io.scr.core.metrics.ClientCounters.OpenPhase ph :
-        io.scr.core.metrics.ClientCounters.OpenPhase.values()) {
-      io.scr.core.metrics.ClientCounters.Latency l = s.replicaOpenPhase(ph);
-      sb.append(' ')
-          .append(ph)
-          .append("_us{p50=")
-          .append(l.p50Nanos() / 1000)
-          .append(" p99=")
-          .append(l.p99Nanos() / 1000)
-          .append(" max=")
-          .append(l.maxNanos() / 1000)
-          .append('}');
-    }
-    sb.append(" cache{miss=")
-        .append(s.cache().missCount())
-        .append(" loads=")
-        .append(s.cache().loadSuccessCount())
-        .append(" maxLoad_us=")
-        .append(s.cache().maxLoadTimeNanos() / 1000)
-        .append('}');
-    for (io.scr.shm.SlotPoolStats p : s.slotPools()) {
-      sb.append(" slots{alloc=")
-          .append(p.allocations())
-          .append(" waited=")
-          .append(p.allocationsThatWaited())
-          .append(" timeouts=")
-          .append(p.allocationTimeouts())
-          .append(" wait_us{p50=")
-          .append(p.allocationWaitP50Nanos() / 1000)
-          .append(" p99=")
-          .append(p.allocationWaitP99Nanos() / 1000)
-          .append(" max=")
-          .append(p.allocationWaitMaxNanos() / 1000)
-          .append("} fetches=")
-          .append(p.segmentFetches())
-          .append('}');
-    }
-    System.err.println(sb);
   }
 
   /**
@@ -736,19 +519,19 @@ public class ReplicaOpenBenchmark {
 
   @Benchmark
   @Threads(1)
-  public byte firstRead_t1(ThreadBuffer t, OpenPhases phases) throws IOException {
+  public byte firstRead_t1(ThreadBuffer t, ReplicaOpenPhases phases) throws IOException {
     return firstRead(t);
   }
 
   @Benchmark
   @Threads(2)
-  public byte firstRead_t2(ThreadBuffer t, OpenPhases phases) throws IOException {
+  public byte firstRead_t2(ThreadBuffer t, ReplicaOpenPhases phases) throws IOException {
     return firstRead(t);
   }
 
   @Benchmark
   @Threads(8)
-  public byte firstRead_t8(ThreadBuffer t, OpenPhases phases) throws IOException {
+  public byte firstRead_t8(ThreadBuffer t, ReplicaOpenPhases phases) throws IOException {
     return firstRead(t);
   }
 }

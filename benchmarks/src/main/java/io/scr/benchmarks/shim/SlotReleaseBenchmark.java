@@ -1,7 +1,7 @@
 package io.scr.benchmarks.shim;
 
-import io.scr.core.net.DomainSocketPool;
-import io.scr.core.net.ShortCircuitExchanges;
+import io.scr.core.internal.net.DomainSocketPool;
+import io.scr.core.internal.net.ShortCircuitExchanges;
 import io.scr.shm.Segment;
 import io.scr.shm.ShmId;
 import io.scr.shm.SlotId;

@@ -51,7 +51,8 @@ class DemoTest {
     for (int i = 0; i < table.length(); i++) {
       assertTrue(table.charAt(i) < 128, "not ASCII at " + i + ": " + table);
     }
-    // No WARN of the demo's own making: not the shared-engine one, not the shim's test-only key.
+    // No WARN of the demo's own making: not the shared-engine one, not the test shim plugin's
+    // trust.
     assertTrue(
         warnings.stream().noneMatch(w -> w.contains("already exists with other settings")),
         warnings.toString());

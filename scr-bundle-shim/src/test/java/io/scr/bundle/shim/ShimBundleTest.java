@@ -74,7 +74,12 @@ class ShimBundleTest {
 
   @RegisterExtension
   static final MiniDfsExtension DFS =
-      MiniDfs.builder().dataNodes(1).blockSize(BLOCK).mode(DataNodeMode.SHIM).buildExtension();
+      MiniDfs.builder()
+          .dataNodes(1)
+          .blockSize(BLOCK)
+          .mode(DataNodeMode.SHIM)
+          .configure(c -> c.set("dfs.datanode.plugins", BundleTestShimPlugin.class.getName()))
+          .buildExtension();
 
   private static byte[] data;
 

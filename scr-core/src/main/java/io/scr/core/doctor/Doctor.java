@@ -44,8 +44,7 @@ public final class Doctor {
             new EnvironmentChecks.SharedMemory(),
             new FdLimitCheck(),
             new ClusterSizingCheck(),
-            new EnvironmentChecks.Libhadoop(),
-            new EnvironmentChecks.ShimTestOnlyKeys()));
+            new EnvironmentChecks.Libhadoop()));
   }
 
   /** Runs {@code checks}; a check that throws yields a FAIL finding naming the exception. */

@@ -2,7 +2,6 @@ package io.scr.core.doctor;
 
 import io.scr.core.ScrKeys;
 import io.scr.shm.ShmSupport;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
@@ -118,53 +117,6 @@ final class EnvironmentChecks {
               "scr needs no libhadoop (it is "
                   + (loaded ? "loaded" : "not loaded")
                   + " here; only a stock DataNode without the scr shim needs it)"));
-    }
-  }
-
-  /**
-   * The shim's TEST-ONLY socket path keys ({@code scr.shim.socket.path.validation.skip.test-only},
-   * {@code scr.shim.socket.path.trusted.dir.test-only}) in a configuration the doctor reads (a host
-   * whose DataNode shares it): they switch off, in part or whole, the check that keeps other local
-   * users from replacing the DataNode's socket. Stock has no such key; a production file must not
-   * hold one. Reported only when present.
-   */
-  static final class ShimTestOnlyKeys implements Check {
-    static final String SKIP = "scr.shim.socket.path.validation.skip.test-only";
-    static final String TRUSTED = "scr.shim.socket.path.trusted.dir.test-only";
-
-    @Override
-    public String id() {
-      return "shim-test-keys";
-    }
-
-    @Override
-    public List<Finding> run(DoctorContext ctx) {
-      List<Finding> out = new ArrayList<>();
-      for (String key : new String[] {SKIP, TRUSTED}) {
-        String value = ctx.conf().getTrimmed(key);
-        if (value == null || value.isEmpty() || (key.equals(SKIP) && value.equals("false"))) {
-          continue;
-        }
-        String where = "";
-        for (DoctorContext.Layer layer : ctx.layers()) {
-          if (layer.alone().get(key) != null) {
-            where = " in " + layer.name();
-          }
-        }
-        out.add(
-            Finding.fail(
-                id(),
-                key
-                    + "="
-                    + value
-                    + where
-                    + ": a TEST-ONLY key switches the shim's socket path security check off"
-                    + (key.equals(TRUSTED) ? " for " + value + " and its parents" : ""),
-                "remove it and give the socket a secure directory (owned by root or the DataNode"
-                    + " user, not writable by others: docs/user-guide.md section 3); the shim"
-                    + " refuses it under Kerberos and counts it (SocketPathCheckSkipped)"));
-      }
-      return out;
     }
   }
 }

@@ -1,10 +1,10 @@
 package io.scr.core.doctor;
 
 import io.scr.core.ScrKeys;
-import io.scr.core.net.DomainConnectException;
-import io.scr.core.net.DomainSocketPool;
-import io.scr.core.net.ShortCircuitExchanges;
-import io.scr.core.net.ShortCircuitRefusedException;
+import io.scr.core.internal.net.DomainConnectException;
+import io.scr.core.internal.net.DomainSocketPool;
+import io.scr.core.internal.net.ShortCircuitExchanges;
+import io.scr.core.internal.net.ShortCircuitRefusedException;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.util.ArrayList;

@@ -16,9 +16,9 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * <p>A block is short-circuit eligible when it is complete from the reader's point of view (it ends
  * within {@link LocatedBlocks#getFileLength()}) or is the block being written ({@link
  * #beingWritten}: it ends at the visible length the stream measured, and is read only up to there,
- * {@code io.scr.core.replica.TailReads}), is neither corrupt nor striped, has a location on this
- * host with a configured socket ({@link ScrClient#socketPathOf}), and is not demoted by the stream
- * right now ({@code demotedUntil}).
+ * {@code io.scr.core.internal.replica.TailReads}), is neither corrupt nor striped, has a location
+ * on this host with a configured socket ({@link ScrClient#socketPathOf}), and is not demoted by the
+ * stream right now ({@code demotedUntil}).
  *
  * <p><b>Only lasting facts are built in.</b> Whether a block's DataNode is on this host and which
  * socket serves it do not change while the block list stands; whether that socket is backing off

@@ -1,7 +1,7 @@
 package io.scr.core.hdfs;
 
 import io.scr.core.ScrClient;
-import io.scr.core.read.TailSnapshot;
+import io.scr.core.internal.read.TailSnapshot;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;

@@ -3,7 +3,7 @@ package io.scr.core.hdfs;
 import io.scr.cache.Ticker;
 import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
-import io.scr.core.read.MappingBudget;
+import io.scr.core.internal.read.MappingBudget;
 import java.io.IOException;
 import java.net.URI;
 import org.apache.hadoop.conf.Configuration;

@@ -4,11 +4,11 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
-import io.scr.core.read.MappingBudget;
-import io.scr.core.read.TailNotReadyException;
-import io.scr.core.replica.ReadContext;
-import io.scr.core.replica.ReplicaSource;
-import io.scr.core.replica.TailReads;
+import io.scr.core.internal.read.MappingBudget;
+import io.scr.core.internal.read.TailNotReadyException;
+import io.scr.core.internal.replica.ReadContext;
+import io.scr.core.internal.replica.ReplicaSource;
+import io.scr.core.internal.replica.TailReads;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -683,11 +683,12 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   /**
    * Steers stock's choice of a DataNode away from local DataNodes that are not healthy ({@link
-   * io.scr.core.health.DataNodeHealth}) while another location is usable: a first read of a block
-   * whose local DataNode hangs reads a remote replica at once instead of waiting for stock's socket
-   * timeout on the hung one. Asked on every choice, so nothing is remembered: the next stock read
-   * after the DataNode answers again may choose it (no dead-node entry to age out). A block whose
-   * only usable location is the unhealthy one is left to stock, which waits as it always does.
+   * io.scr.core.internal.health.DataNodeHealth}) while another location is usable: a first read of
+   * a block whose local DataNode hangs reads a remote replica at once instead of waiting for
+   * stock's socket timeout on the hung one. Asked on every choice, so nothing is remembered: the
+   * next stock read after the DataNode answers again may choose it (no dead-node entry to age out).
+   * A block whose only usable location is the unhealthy one is left to stock, which waits as it
+   * always does.
    */
   @Override
   protected Collection<DatanodeInfo> nodesToSkip(

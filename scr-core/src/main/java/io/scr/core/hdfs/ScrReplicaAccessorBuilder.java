@@ -3,7 +3,7 @@ package io.scr.core.hdfs;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
-import io.scr.core.read.TailSnapshot;
+import io.scr.core.internal.read.TailSnapshot;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;

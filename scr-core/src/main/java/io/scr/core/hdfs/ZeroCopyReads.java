@@ -2,7 +2,7 @@ package io.scr.core.hdfs;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.core.ReplicaLease;
-import io.scr.core.read.MappingBudget;
+import io.scr.core.internal.read.MappingBudget;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.IdentityHashMap;

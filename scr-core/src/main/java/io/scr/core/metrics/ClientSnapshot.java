@@ -2,9 +2,9 @@ package io.scr.core.metrics;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.FallbackReason;
-import io.scr.core.health.HealthState;
-import io.scr.core.health.PathHealth;
-import io.scr.core.net.PathBackoff;
+import io.scr.core.internal.health.HealthState;
+import io.scr.core.internal.health.PathHealth;
+import io.scr.core.internal.net.PathBackoff;
 import io.scr.shm.SlotPoolStats;
 import java.util.Collections;
 import java.util.EnumMap;
@@ -230,7 +230,7 @@ public final class ClientSnapshot {
 
   /**
    * Fd requests a local DataNode refused because it holds no such replica, remembered so that it is
-   * not asked again for that block (see {@code io.scr.core.replica.AbsentReplicas}).
+   * not asked again for that block (see {@code io.scr.core.internal.replica.AbsentReplicas}).
    */
   public long absentReplicasRemembered() {
     return absentReplicasRemembered;

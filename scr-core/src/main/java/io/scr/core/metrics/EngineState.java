@@ -2,12 +2,12 @@ package io.scr.core.metrics;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.FallbackReason;
-import io.scr.core.health.PathHealth;
-import io.scr.core.net.PathBackoff;
-import io.scr.core.net.PeerExtensions;
-import io.scr.core.read.MappedReads;
-import io.scr.core.replica.AbsentReplicas;
-import io.scr.core.replica.TailReads;
+import io.scr.core.internal.health.PathHealth;
+import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.internal.net.PeerExtensions;
+import io.scr.core.internal.read.MappedReads;
+import io.scr.core.internal.replica.AbsentReplicas;
+import io.scr.core.internal.replica.TailReads;
 import io.scr.shm.SlotPoolStats;
 import java.util.List;
 

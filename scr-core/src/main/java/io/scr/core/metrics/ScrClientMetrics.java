@@ -4,11 +4,11 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.RemovalCause;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
-import io.scr.core.health.HealthState;
-import io.scr.core.health.PathHealth;
-import io.scr.core.net.DomainSocketPool;
-import io.scr.core.net.FailureClass;
-import io.scr.core.net.PathBackoff;
+import io.scr.core.internal.health.HealthState;
+import io.scr.core.internal.health.PathHealth;
+import io.scr.core.internal.net.DomainSocketPool;
+import io.scr.core.internal.net.FailureClass;
+import io.scr.core.internal.net.PathBackoff;
 import io.scr.shm.SlotPoolStats;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -141,7 +141,7 @@ public final class ScrClientMetrics implements MetricsSource {
     b.releasesBatched = counters.batchedReleaseSlots();
     b.replicasPrefetched = counters.prefetched();
     b.prefetchSkipped = counters.prefetchSkipped();
-    io.scr.core.read.MappedReads mapped = client.mappedReads();
+    io.scr.core.internal.read.MappedReads mapped = client.mappedReads();
     if (mapped != null) {
       b.mappedReads = mapped.reads();
       b.mappedReadFallbacks = mapped.fallbacks();

@@ -392,27 +392,4 @@ class DoctorTest {
     assertFalse(all.contains("chown 0") || all.contains("chown root"), all);
     assertFalse(all.contains("the DataNode's user is unknown here"), all);
   }
-
-  @Test
-  void theShimsTestOnlySocketPathKeysFailNamingTheFileAndTheFix() {
-    Configuration c = new Configuration(false);
-    Configuration file = new Configuration(false);
-    file.set("scr.shim.socket.path.trusted.dir.test-only", "/tmp");
-    DoctorContext ctx =
-        DoctorContext.newBuilder(c)
-            .layer(new DoctorContext.Layer("/etc/hadoop/conf/hdfs-site.xml", file))
-            .contactCluster(false)
-            .build();
-    c.set("scr.shim.socket.path.trusted.dir.test-only", "/tmp");
-    List<Finding> f = run(ctx, new EnvironmentChecks.ShimTestOnlyKeys());
-    assertEquals(1, f.size(), f.toString());
-    assertEquals(Finding.Status.FAIL, f.get(0).status());
-    assertTrue(
-        f.get(0).finding().contains("in /etc/hadoop/conf/hdfs-site.xml"), f.get(0).finding());
-    assertTrue(f.get(0).fix().startsWith("remove it"), f.get(0).fix());
-    c.unset("scr.shim.socket.path.trusted.dir.test-only");
-    c.setBoolean("scr.shim.socket.path.validation.skip.test-only", false);
-    assertTrue(
-        run(ctx, new EnvironmentChecks.ShimTestOnlyKeys()).isEmpty(), "nothing to say when off");
-  }
 }

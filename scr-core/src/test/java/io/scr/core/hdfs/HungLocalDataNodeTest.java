@@ -10,8 +10,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ScrClient;
-import io.scr.core.health.FakeDataNodeSocket;
-import io.scr.core.health.HealthState;
+import io.scr.core.internal.health.FakeDataNodeSocket;
+import io.scr.core.internal.health.HealthState;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;

@@ -7,10 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ScrClient;
+import io.scr.core.internal.net.DomainSocketPool;
+import io.scr.core.internal.net.ShortCircuitExchanges;
+import io.scr.core.internal.net.ShortCircuitRefusedException;
 import io.scr.core.metrics.ClientSnapshot;
-import io.scr.core.net.DomainSocketPool;
-import io.scr.core.net.ShortCircuitExchanges;
-import io.scr.core.net.ShortCircuitRefusedException;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;

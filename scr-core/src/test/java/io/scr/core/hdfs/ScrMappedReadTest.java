@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.read.MappedReads;
+import io.scr.core.internal.read.MappedReads;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;

@@ -112,11 +112,11 @@ abstract class AbstractHBaseScrTest {
     // hdfs-site.xml of the DataNode.
     if (dataNode == DataNodeSide.SHIM) {
       // The shim serves short-circuit reads without libhadoop.
-      conf.set("dfs.datanode.plugins", "io.scr.shim.ScrShimPlugin");
-      conf.set("scr.shim.socket.path", socket);
       // The socket directory (created 0700 by this user, the DataNode's) is checked for real;
-      // only the shared temporary directory above it (world-writable /tmp) is trusted, TEST ONLY.
-      conf.set("scr.shim.socket.path.trusted.dir.test-only", socketDir.getParent().toString());
+      // only the shared temporary directory above it (world-writable /tmp) is trusted, by the
+      // test build of the plugin.
+      conf.set("dfs.datanode.plugins", "io.scr.shim.TempDirShimPlugin");
+      conf.set("scr.shim.socket.path", socket);
     } else {
       // A stock DataNode binds its socket only when short-circuit reads are on in ITS own
       // configuration, and needs libhadoop for it.

@@ -1,0 +1,351 @@
+package io.scr.core.internal.health;
+
+import io.scr.cache.Ticker;
+import io.scr.core.internal.net.DomainConnectException;
+import io.scr.core.internal.net.LivenessProbe;
+import io.scr.core.internal.net.ShortCircuitRefusedException;
+import io.scr.core.internal.protocol.ProtocolException;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.SocketTimeoutException;
+import java.nio.channels.ClosedByInterruptException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.security.token.SecretManager.InvalidToken;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The health of every DataNode socket this process talks to, one {@link PathHealth} per path,
+ * shared by every scr engine (client context) of the process: what one stream learns about a hung
+ * or dead DataNode, every stream of every file system knows at once ({@link #shared}).
+ *
+ * <p><b>What feeds it.</b> Replica opens report how long the DataNode took to answer ({@link
+ * #answered}) or how the request failed ({@link #requestFailed}): a wait of the whole deadline (the
+ * request is bounded by {@link #deadlineMillis}), a refused or missing socket, a connection reset
+ * inside an exchange. The segment watcher reports a segment the DataNode closed ({@link
+ * #faltered}). While a path is not healthy, a probe ({@link LivenessProbe}: the shim's PING, or a
+ * stock op a DataNode answers without work) runs every {@code scr.client.health.probe.interval.ms}
+ * on the injected {@link ProbeScheduler}; its answer makes the path healthy again. No probe runs
+ * while every path is healthy, nor for a path no read asked about for {@value
+ * #PROBE_WHILE_ASKED_SECONDS} s (the next read that asks starts it again).
+ *
+ * <p><b>What reads it.</b> A replica open on a path that is suspect or unresponsive is not
+ * attempted (the read goes the stock way, counted as {@code DATANODE_UNHEALTHY}; a dead path costs
+ * only a failed connect, and its connect backoff decides); {@code ScrFileSystem} streams also steer
+ * their stock reads to another replica; replicas already open keep reading.
+ *
+ * <p><b>Settings.</b> The process-wide instance takes its {@link HealthPolicy} from the first
+ * engine that asks for it; an engine with other {@code scr.client.health.*} values logs once that
+ * they are not used.
+ *
+ * <p>Concurrency: thread-safe. {@link #admitsNewOpens} is a concurrent-map read and a volatile read
+ * (and, while a DataNode is back on a probe's word only, one CAS on its trial). Paths are created
+ * on first use and kept for the life of the process (a host has a few DataNode sockets). At most
+ * one probe per path is scheduled or running (a CAS on the path's flag); the probe runs on the
+ * scheduler's thread.
+ */
+public final class DataNodeHealth {
+  private static final Logger LOG = LoggerFactory.getLogger(DataNodeHealth.class);
+
+  private static final Object SHARED_LOCK = new Object();
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("SHARED_LOCK")
+  private static DataNodeHealth shared;
+
+  @com.google.errorprone.annotations.concurrent.GuardedBy("SHARED_LOCK")
+  private static boolean warnedOtherPolicy;
+
+  private final HealthPolicy policy;
+  private final Ticker ticker;
+  private final ProbeScheduler scheduler;
+  private final LivenessProbe probe;
+  private final ConcurrentHashMap<String, PathHealth> paths = new ConcurrentHashMap<>();
+
+  /** Told the path of a DataNode that answers again after it was unresponsive or dead. */
+  private final java.util.List<java.util.function.Consumer<String>> recoveryListeners =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  /** A registry of its own (tests; production uses {@link #shared}). */
+  public DataNodeHealth(
+      HealthPolicy policy, Ticker ticker, ProbeScheduler scheduler, LivenessProbe probe) {
+    this.policy = Objects.requireNonNull(policy, "policy");
+    this.ticker = Objects.requireNonNull(ticker, "ticker");
+    this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+    this.probe = Objects.requireNonNull(probe, "probe");
+  }
+
+  /**
+   * The process-wide registry, created with {@code policy} by the first caller; a later caller with
+   * another policy gets it too (logged once).
+   */
+  public static DataNodeHealth shared(HealthPolicy policy) {
+    synchronized (SHARED_LOCK) {
+      if (shared == null) {
+        shared =
+            new DataNodeHealth(
+                policy, Ticker.systemTicker(), ProbeScheduler.daemonThread(), new LivenessProbe());
+      } else if (!shared.policy.equals(policy) && !warnedOtherPolicy) {
+        warnedOtherPolicy = true;
+        LOG.info(
+            "DataNode health is shared by the whole process and keeps the settings it was"
+                + " created with ({}); scr.client.health.* values of a later client context"
+                + " ({}) are not used",
+            shared.policy,
+            policy);
+      }
+      return shared;
+    }
+  }
+
+  /** The health of {@code path}, created healthy on first use. */
+  public PathHealth of(String path) {
+    PathHealth h = paths.get(path);
+    if (h != null) {
+      return h;
+    }
+    return paths.computeIfAbsent(
+        path, p -> new PathHealth(p, policy, ticker, () -> startProbe(p), () -> recovered(p)));
+  }
+
+  /**
+   * How long a path that is not healthy is probed after the last read that asked about it: a
+   * DataNode nobody reads from (a socket left configured for a DataNode that is gone) is not probed
+   * for ever; the next read that asks starts the probe again.
+   */
+  static final long PROBE_WHILE_ASKED_SECONDS = 5;
+
+  static final long PROBE_WHILE_ASKED_NANOS =
+      java.util.concurrent.TimeUnit.SECONDS.toNanos(PROBE_WHILE_ASKED_SECONDS);
+
+  /**
+   * Whether a replica not open yet may be asked for at {@code path} now. A read that asks about a
+   * path that is not healthy keeps its probe going (and restarts one that stopped for want of
+   * readers).
+   */
+  public boolean admitsNewOpens(String path) {
+    PathHealth h = paths.get(path);
+    if (h == null || h.admitsNewOpen()) {
+      return true;
+    }
+    if (h.state() == HealthState.HEALTHY) {
+      return false; // on trial, another thread's request in flight: the probe has done its part
+    }
+    h.askedAt(ticker.read());
+    if (!h.probing.get()) {
+      startProbe(path);
+    }
+    return false;
+  }
+
+  /** The state of {@code path} now ({@link HealthState#HEALTHY} for a path never used). */
+  public HealthState state(String path) {
+    PathHealth h = paths.get(path);
+    return h == null ? HealthState.HEALTHY : h.state();
+  }
+
+  /**
+   * Tells {@code listener} the path of every DataNode that answers again after it was unresponsive
+   * or dead (on the thread that saw the answer: it must not block), until the returned handle is
+   * closed. An engine uses it to retry at once what it backed off while the DataNode was away.
+   */
+  public Registration onRecovery(java.util.function.Consumer<String> listener) {
+    recoveryListeners.add(Objects.requireNonNull(listener, "listener"));
+    return () -> recoveryListeners.remove(listener);
+  }
+
+  /** A listener's registration; closing it ends the registration (idempotent). */
+  @FunctionalInterface
+  public interface Registration extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  private void recovered(String path) {
+    for (java.util.function.Consumer<String> l : recoveryListeners) {
+      try {
+        l.accept(path);
+      } catch (RuntimeException e) {
+        LOG.warn("A DataNode recovery listener failed for {}", path, e);
+      }
+    }
+  }
+
+  /**
+   * Called just before a replica request is sent to {@code path}: false when the DataNode is back
+   * on a probe's word only and another thread's request is testing it ({@link
+   * PathHealth#takeTrial}). A true answer is followed by {@link #endRequest} when the request ends.
+   */
+  public boolean beginRequest(String path) {
+    PathHealth h = paths.get(path);
+    return h == null || h.takeTrial();
+  }
+
+  /** The request the calling thread began at {@code path} ended (whatever its outcome). */
+  public void endRequest(String path) {
+    PathHealth h = paths.get(path);
+    if (h != null) {
+      h.releaseTrial();
+    }
+  }
+
+  /**
+   * Whether {@code path} is back on a probe's word only: requests go one at a time, so a batch of
+   * opportunistic opens (prefetch) waits for readers' opens to prove it.
+   */
+  public boolean onTrial(String path) {
+    PathHealth h = paths.get(path);
+    return h != null && h.onTrial();
+  }
+
+  /**
+   * Whether a reader choosing among DataNodes should prefer another to {@code path} now: not
+   * healthy, or on trial with another thread's open in flight ({@link PathHealth#unwell}).
+   */
+  public boolean unwell(String path) {
+    PathHealth h = paths.get(path);
+    return h != null && h.unwell();
+  }
+
+  /** How long a request to {@code path} may wait for its answer now (ms). */
+  public int deadlineMillis(String path) {
+    return of(path).deadlineMillis();
+  }
+
+  /** The longest deadline ({@code scr.client.health.deadline.max.ms}), ms: bounds a batch. */
+  public int maxDeadlineMillis() {
+    return (int) Math.max(1, java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(policy.capNanos()));
+  }
+
+  /** A request to {@code path} was answered (whatever the answer) after {@code latencyNanos}. */
+  public void answered(String path, long latencyNanos) {
+    of(path).answered(latencyNanos);
+  }
+
+  /**
+   * A request to {@code path} failed with {@code e}: a timeout is a wait of the whole deadline, a
+   * failed connect (other than a timeout) means nobody listens, a reset or EOF inside an exchange
+   * is suspect. A refusal, a rejected token or a malformed reply is an answer; an interrupt says
+   * nothing about the DataNode.
+   *
+   * @return whether {@code e} was a wait of the whole deadline (the caller counts it as such)
+   */
+  public boolean requestFailed(String path, IOException e, long latencyNanos) {
+    if (e instanceof ShortCircuitRefusedException
+        || e instanceof InvalidToken
+        || e instanceof ProtocolException) {
+      answered(path, latencyNanos);
+      return false;
+    }
+    if (isTimeout(e)) {
+      of(path).timedOut("no answer within " + deadlineMillis(path) + " ms: " + e.getMessage());
+      return true;
+    }
+    if (e instanceof DomainConnectException) {
+      of(path).refused(e.getMessage());
+    } else if (!(e instanceof InterruptedIOException)
+        && !(e instanceof ClosedByInterruptException)) {
+      of(path).faltered(e.toString());
+    }
+    return false;
+  }
+
+  /** Whether {@code e} is a wait of a whole deadline: a read or connect timeout. */
+  public static boolean isTimeout(Throwable e) {
+    return e instanceof SocketTimeoutException
+        || (e instanceof DomainConnectException && e.getCause() instanceof SocketTimeoutException);
+  }
+
+  /**
+   * The bound of shared-memory segment requests (op 89, the first exchange with a DataNode, made on
+   * a reader's thread when its slot pool starts): the path's deadline; one that waits it makes the
+   * path suspect like a timed-out fd request.
+   */
+  public io.scr.core.internal.net.DomainSocketPool.Deadlines segmentDeadlines() {
+    return new io.scr.core.internal.net.DomainSocketPool.Deadlines() {
+      @Override
+      public int deadlineMillis(String path) {
+        return DataNodeHealth.this.deadlineMillis(path);
+      }
+
+      @Override
+      public void timedOut(String path, String what) {
+        of(path).timedOut(what);
+      }
+    };
+  }
+
+  /** The DataNode at {@code path} closed a connection scr did not close (a segment's). */
+  public void faltered(String path, String what) {
+    of(path).faltered(what);
+  }
+
+  /** Whether the peer at {@code path} answers the shim's PING (then probes use it). */
+  public void offersPing(String path, boolean yes) {
+    of(path).offersPing(yes);
+  }
+
+  /** Every path's health, by path. */
+  public List<PathHealth.Status> snapshot() {
+    List<PathHealth.Status> out = new ArrayList<>();
+    for (PathHealth h : paths.values()) {
+      out.add(h.status());
+    }
+    out.sort(Comparator.comparing(PathHealth.Status::path));
+    return Collections.unmodifiableList(out);
+  }
+
+  private void startProbe(String path) {
+    PathHealth h = paths.get(path);
+    if (h != null && h.probing.compareAndSet(false, true)) {
+      scheduler.schedule(() -> runProbe(h), 0);
+    }
+  }
+
+  /** One probe of {@code h}'s path; schedules the next while the path is not healthy. */
+  void runProbe(PathHealth h) {
+    String path = h.path();
+    if (h.state() != HealthState.HEALTHY) {
+      h.probed();
+      try {
+        LivenessProbe.Result r = probe.probe(path, h.offersPing(), h.deadlineMillis());
+        switch (r) {
+          case ANSWERED:
+            h.probeAnswered();
+            break;
+          case NO_ANSWER:
+            h.timedOut("a probe got no answer within " + h.deadlineMillis() + " ms");
+            break;
+          default:
+            h.refused("the DataNode closed the probe's connection without an answer");
+            break;
+        }
+      } catch (IOException | RuntimeException e) {
+        if (isTimeout(e)) {
+          h.timedOut("a probe's connect got no answer within " + h.deadlineMillis() + " ms");
+        } else if (e instanceof DomainConnectException) {
+          h.refused(e.getMessage());
+        } else {
+          h.refused("a probe failed: " + e);
+        }
+      }
+    }
+    if (h.state() != HealthState.HEALTHY
+        && ticker.read() - h.askedAtNanos() < PROBE_WHILE_ASKED_NANOS) {
+      scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
+      return;
+    }
+    probe.forget(path); // healthy, or nobody asked for a while: the next ask starts again
+    h.probing.set(false);
+    // A change after the check above found the flag still set and scheduled nothing.
+    if (h.state() != HealthState.HEALTHY
+        && ticker.read() - h.askedAtNanos() < PROBE_WHILE_ASKED_NANOS
+        && h.probing.compareAndSet(false, true)) {
+      scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
+    }
+  }
+}

@@ -1,0 +1,48 @@
+package io.scr.core.internal.health;
+
+/**
+ * What scr knows about the DataNode behind one UNIX socket path, from the answers it gets there
+ * (see {@link DataNodeHealth}).
+ */
+public enum HealthState {
+  /** It answers within its deadline: replicas not open yet are asked for there. */
+  HEALTHY(0),
+  /**
+   * One sign of trouble that proves nothing yet: a request that waited its whole deadline, a
+   * connection reset or closed in the middle of an exchange, a shared-memory segment the DataNode
+   * closed. New opens go elsewhere until a probe or a request is answered in time.
+   */
+  SUSPECT(1),
+  /**
+   * It accepts connections but does not answer: a second request or probe waited its whole deadline
+   * (a GC pause, SIGSTOP, a stuck request path). One WARN when entered.
+   */
+  UNRESPONSIVE(2),
+  /**
+   * Nobody listens: no socket file, connection refused, or the connection closed unanswered. A
+   * connect fails at once here, so new opens are not held back by the health: the connect backoff
+   * ({@code scr.backoff.connect.seconds}) and the watch on the socket file decide, and the first
+   * open that succeeds makes it healthy. {@code ScrFileSystem} still steers stock reads off it.
+   */
+  DEAD(3);
+
+  private final int code;
+
+  HealthState(int code) {
+    this.code = code;
+  }
+
+  /** The value of the {@code HealthState} gauge: 0 healthy, 1 suspect, 2 unresponsive, 3 dead. */
+  public int code() {
+    return code;
+  }
+
+  /**
+   * Whether a replica not open yet may be asked for at this DataNode: healthy, or dead (where
+   * asking costs a failed connect and the backoff rules), not suspect or unresponsive (where asking
+   * costs a whole deadline).
+   */
+  public boolean admitsNewOpens() {
+    return this == HEALTHY || this == DEAD;
+  }
+}

@@ -1,0 +1,119 @@
+package io.scr.core.internal.read;
+
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.util.zip.CRC32;
+import java.util.zip.CRC32C;
+
+/**
+ * One reading thread's buffers for {@link LocalBlockReader}: a direct data scratch of the
+ * configured size (unaligned checksummed reads, and every heap read that fits it), a direct buffer
+ * for the covering checksums, the two CRC engines, this thread's views of block-file mappings, and
+ * one reusable heap wrapper for the caller's last small {@code byte[]}.
+ *
+ * <p>Thread-safety: confined to one thread at a time (its owner keeps it in a per-thread read
+ * context); nothing here is shared. Holds up to {@code size + 16 KiB} of direct memory (each buffer
+ * made on first use), freed by the garbage collector once its context drops it: nothing here is
+ * closed.
+ */
+public final class ReadScratch {
+  /** Most checksum chunks one read covers (the checksum buffer holds as many sums). */
+  static final int MAX_CHUNKS_PER_READ = 4096;
+
+  private static final int VIEWS = 16;
+
+  private final int size;
+
+  /** The buffer {@link #data(int)} returned last; allocated on first use. */
+  private ByteBuffer data;
+
+  /** The checksums of a read's covering chunks, when they are not in memory; on first use. */
+  private ByteBuffer sums;
+
+  /** Index of the first checksum in the buffer {@code readSums} returned last. */
+  int sumsBase;
+
+  final CRC32C crc32c = new CRC32C();
+  final CRC32 crc32 = new CRC32();
+
+  /**
+   * Views of the block-file mappings this thread read last, for mapped reads, so that a read
+   * allocates nothing (a duplicate is 48 bytes): a small cache by identity hash, since random reads
+   * move among replicas. It keeps up to {@value #VIEWS} mappings reachable (their address ranges,
+   * zero pages once their replicas closed) until another mapping takes the entry or the context is
+   * dropped.
+   */
+  private final ByteBuffer[] views = new ByteBuffer[VIEWS];
+
+  private final MappedByteBuffer[] viewOf = new MappedByteBuffer[VIEWS];
+
+  /** The array {@link #wrap} wrapped last (at most {@link #size} bytes long), or null. */
+  private byte[] wrappedArray;
+
+  private ByteBuffer wrapped;
+
+  /**
+   * @param size bytes of the data scratch: unaligned checksummed reads are served in pieces of at
+   *     most this size, and a heap read that fits it goes through it
+   */
+  public ReadScratch(int size) {
+    if (size < 512) {
+      throw new IllegalArgumentException("scratch must be at least 512 bytes: " + size);
+    }
+    this.size = size;
+  }
+
+  /** Bytes of the data scratch. */
+  public int size() {
+    return size;
+  }
+
+  /**
+   * {@code buf[off, off + len)} as a heap buffer (position {@code off}, limit {@code off + len}).
+   * An array no longer than the scratch is wrapped once and its wrapper reused while the caller
+   * reads into the same array, so a read into a reused {@code byte[]} allocates nothing; a longer
+   * one is wrapped per call (48 bytes beside a copy of more than the scratch size), so this never
+   * keeps a large caller array reachable. The wrapper is the thread's only one: the stream wraps
+   * once, at the top of a read, and nothing it calls wraps again on this thread.
+   */
+  public ByteBuffer wrap(byte[] buf, int off, int len) {
+    if (buf.length > size) {
+      return ByteBuffer.wrap(buf, off, len);
+    }
+    ByteBuffer w = wrapped;
+    if (wrappedArray != buf) {
+      w = ByteBuffer.wrap(buf);
+      wrapped = w;
+      wrappedArray = buf;
+    }
+    w.limit(off + len).position(off);
+    return w;
+  }
+
+  ByteBuffer sums() {
+    ByteBuffer b = sums;
+    if (b == null) {
+      b = ByteBuffer.allocateDirect(MAX_CHUNKS_PER_READ * 4);
+      sums = b;
+    }
+    return b;
+  }
+
+  ByteBuffer data(int bytesPerChecksum) {
+    int needed = Math.max(size, bytesPerChecksum);
+    if (data == null || data.capacity() < needed) {
+      data = ByteBuffer.allocateDirect(needed);
+    }
+    return data;
+  }
+
+  /** This thread's view of {@code map}, its position and limit free for the caller to set. */
+  ByteBuffer view(MappedByteBuffer map) {
+    int i = System.identityHashCode(map) & (VIEWS - 1);
+    if (viewOf[i] != map) {
+      viewOf[i] = map;
+      views[i] = map.duplicate();
+    }
+    return views[i];
+  }
+}
