@@ -14,7 +14,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
@@ -52,7 +51,7 @@ import org.slf4j.LoggerFactory;
  * visible length ({@link TailReads}). That length is measured on open from the local DataNode's
  * memory where it has the scr shim ({@link LocalVisibleLength#onOpen}, in place of stock's TCP
  * RPC), and a stateful read at the end asks the local DataNode again when the replica's block file
- * has grown ({@link #learnGrownLength}), so a reader can read on without reopening.
+ * has grown ({@link GrowingTail}), so a reader can read on without reopening.
  *
  * <p><b>Failures are transient unless they prove otherwise.</b> A failed or refused short-circuit
  * read sends the rest of that read to the stock path; what the failure means for the block, with a
@@ -113,20 +112,14 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   private final LongAdder shortCircuitReads = new LongAdder();
   private final LongAdder stockReads = new LongAdder();
 
-  /** Reads of the block being written whose rest went stock for a reason of the writer's. */
-  private final LongAdder tailFallbacks = new LongAdder();
-
-  /**
-   * Stateful reads at the end that found the block being written grown ({@link #learnGrownLength}).
-   */
-  private final LongAdder grownLengths = new LongAdder();
+  /** The block being written: its reads and its length at the stream's end. */
+  private final GrowingTail tail;
 
   /** Stock DataNode choices steered off an unhealthy local DataNode ({@link #nodesToSkip}). */
   private final LongAdder steeredReads = new LongAdder();
 
   private final ReadFailures failures;
   private final ZeroCopyReads zeroCopy;
-  private final VisibleLengthRpc visibleLengths;
 
   /**
    * A stream of {@code src} whose short-circuit reads go through {@code scr}, with the time source
@@ -148,7 +141,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       throws IOException {
     super(client, src, verifyChecksum, locatedBlocks, lastBlockVisibleLength);
     this.scr = scr;
-    this.visibleLengths = visibleLengths;
+    this.tail = new GrowingTail(scr, visibleLengths, src);
     this.source = scr.replicaSource();
     this.zeroCopy = new ZeroCopyReads(src, mappingBudget);
     this.blocks = new StreamBlocks(this, scr, ticker);
@@ -326,14 +319,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   /**
    * At the end of what the stream measured, while its last block is still being written on a local
-   * DataNode: asks that DataNode for the block's visible length now, and when it has grown, makes
-   * the stream's file length (stock's too) reach it; true then. A DataNode with the scr shim
-   * answers from its memory over the pooled UNIX socket (REPLICA_STATE); a stock DataNode by its
-   * {@code getReplicaVisibleLength} RPC, the one stock's reopen would make ({@link
-   * LocalVisibleLength}). Either way the new bytes are then read short-circuit like the rest of the
-   * block. The DataNode is asked only when the replica's block file has grown past the stream's
-   * length ({@link #maybeGrown}). Positional reads past the end still return -1, as stock's do:
-   * only a stateful read at the end asks.
+   * DataNode: asks that DataNode for the block's visible length now ({@link GrowingTail}), and when
+   * it has grown, makes the stream's file length (stock's too) reach it; true then. Positional
+   * reads past the end still return -1, as stock's do: only a stateful read at the end asks.
    */
   @GuardedBy("this")
   private boolean learnGrownLength() throws IOException {
@@ -350,40 +338,13 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       last = new LocatedBlock(new ExtendedBlock(current.getBlock()), current.getLocations());
       last.setBlockToken(current.getBlockToken());
     }
-    String path = LocalVisibleLength.localPath(scr, last);
-    if (path == null || !maybeGrown(last, path)) {
-      return false;
-    }
-    long visible =
-        scr.extensions().features(path).replicaState()
-            ? LocalVisibleLength.fromMemory(scr, last, path)
-            : LocalVisibleLength.fromRpc(
-                visibleLengths, last, LocalVisibleLength.dataNodeAt(scr, last, path));
+    long visible = tail.grownLength(last);
     if (visible < 0 || !extendLastBlock(last.getBlock(), visible)) {
       return false;
     }
-    grownLengths.increment();
+    tail.countGrown();
     rebuild(null);
     return pos < getFileLength();
-  }
-
-  /**
-   * Whether the replica at {@code path} may hold bytes past {@code last}'s length: its block file
-   * (an {@code fstat} of the cached replica's fd) is longer; true when no replica is cached. A
-   * reader at the end of a file nobody wrote to since asks no DataNode then, and returns -1 at once
-   * as stock does. (Bytes acknowledged before they reach the disk are found by the next read.)
-   */
-  private boolean maybeGrown(LocatedBlock last, String path) {
-    ReplicaLease cached =
-        source.leaseIfCached(last.getBlock(), src, Collections.singletonList(path));
-    if (cached == null) {
-      return true;
-    }
-    try {
-      return cached.length() > last.getBlockSize();
-    } finally {
-      cached.close();
-    }
   }
 
   /**
@@ -527,7 +488,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
         break;
       } catch (TailNotReadyException e) {
         buf.position(start + done);
-        tailFallbacks.increment();
+        tail.countFallback();
         LOG.debug("{} of {}: {}", t.blocks[i].getBlock(), src, e.getMessage());
         break;
       } catch (ChecksumException e) {
@@ -564,18 +525,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (!t.beingWritten[i]) {
       return lease.read(blockOffset, buf, verifyChecksum);
     }
-    LocatedBlock lb = t.blocks[i];
-    return source
-        .tailReads()
-        .read(
-            lease,
-            lb.getBlock(),
-            lb.getBlockToken(),
-            blockOffset,
-            buf,
-            t.ends[i] - t.starts[i],
-            verifyChecksum,
-            context);
+    return tail.read(
+        lease, t.blocks[i], blockOffset, buf, t.ends[i] - t.starts[i], verifyChecksum, context);
   }
 
   /**
@@ -736,20 +687,14 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     return stockReads.sum();
   }
 
-  /**
-   * Reads of the block being written that left bytes to the stock read for a reason of the writer's
-   * (not on disk yet, tail moving, replica recovered).
-   */
+  /** {@link GrowingTail#fallbacks()}. */
   long tailFallbacks() {
-    return tailFallbacks.sum();
+    return tail.fallbacks();
   }
 
-  /**
-   * Stateful reads at the end of the stream that learned a longer visible length of the block being
-   * written from the local DataNode and read on.
-   */
+  /** {@link GrowingTail#grownLengths()}. */
   long grownLengths() {
-    return grownLengths.sum();
+    return tail.grownLengths();
   }
 
   /** Stock reads steered off an unhealthy local DataNode to another replica. */
