@@ -113,9 +113,10 @@ public final class ScrKeys {
           true,
           "Ask each DataNode once (per socket path and DataNode start) whether it is an scr shim"
               + " offering protocol extensions, and if so release shared-memory slots in batches"
-              + " (one round trip per batch instead of one per slot). A stock DataNode answers the"
-              + " question by closing the connection and logging one 'Unknown op' error; it is"
-              + " then spoken to with the stock ops only. False: never ask, stock ops only.");
+              + " (one round trip per batch instead of one per slot). The question is a release of"
+              + " a slot no DataNode registers: a stock DataNode refuses it as it refuses any unknown"
+              + " slot, and is then spoken to with the stock ops only. False: never ask, stock ops"
+              + " only.");
 
   /** Connect timeout. */
   public static final ConfigKey<Integer> NET_CONNECT_TIMEOUT_MS =

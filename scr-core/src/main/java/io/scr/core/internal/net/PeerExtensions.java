@@ -18,12 +18,13 @@ import org.slf4j.LoggerFactory;
 /**
  * Which DataNode socket paths speak the scr shim's protocol extensions (op 127), found out once per
  * DataNode: the first caller that needs to know sends HELLO on a new connection ({@link
- * ShortCircuitExchanges#probeExtensions}); the shim answers with the features it offers, a stock
- * DataNode closes the connection ("Unknown op", logged once on its side). The answer is remembered
- * with the identity of the socket file (device, inode and modification time): a DataNode that
- * restarts binds a new socket file, so the next caller probes again; as long as the file is the
- * same, the path is never probed twice, whatever the answer. A probe that could not be made (no
- * socket, timeout) is not remembered, and the caller uses the stock ops.
+ * ShortCircuitExchanges#probeExtensions}: a release of a slot no DataNode registers); the shim
+ * answers with the features it offers, a stock DataNode refuses it as any unknown slot, logging no
+ * error. The answer is remembered with the identity of the socket file (device, inode and
+ * modification time): a DataNode that restarts binds a new socket file, so the next caller probes
+ * again; as long as the file is the same, the path is never probed twice, whatever the answer. A
+ * probe that could not be made (no socket, timeout) is not remembered, and the caller uses the
+ * stock ops.
  *
  * <p>When a peer that advertised an extension stops understanding it (the connection closes on an
  * extension request), the caller reports it with {@link #extensionFailed}: the path counts as stock
