@@ -190,8 +190,11 @@ abstract class AbstractHBaseScrTest {
     List<ServicePlugin> plugins = (List<ServicePlugin>) f.get(dn);
     ServicePlugin shim = null;
     for (ServicePlugin p : plugins) {
-      if (p.getClass().getName().equals("io.scr.shim.ScrShimPlugin")) {
-        shim = p;
+      // The shim plugin or a test build of it (the class named in dfs.datanode.plugins).
+      for (Class<?> c = p.getClass(); c != null; c = c.getSuperclass()) {
+        if (c.getName().equals("io.scr.shim.ScrShimPlugin")) {
+          shim = p;
+        }
       }
     }
     assertNotNull(shim, "the DataNode loaded io.scr.shim.ScrShimPlugin from dfs.datanode.plugins");
