@@ -223,7 +223,7 @@ public final class PeerExtensions {
   /**
    * What the peer at {@code path} offers if that is known for its current socket file (an earlier
    * {@link #features} call probed it); null when unknown. Never probes: for callers that must not
-   * open a connection a stock DataNode would close (prefetch on open).
+   * add a probe's round trip to their own (prefetch on open).
    */
   public Features knownFeatures(String path) {
     if (!enabled) {
