@@ -29,8 +29,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  * themselves are read short-circuit. Here one proxy per block and DataNode is kept, with its user
  * (the block's token, as stock's) and the client's configuration copied once, so Hadoop's IPC
  * client keeps the connection for its idle time ({@code ipc.client.connection.maxidletime}) and the
- * calls that follow are one round trip on it. The call's timeout is the client's socket timeout, as
- * stock's.
+ * calls that follow are one round trip on it. A call waits at most {@link #MAX_CALL_MILLIS} (stock:
+ * the client's socket timeout), because a caller that gets no answer measures the stock way next.
  *
  * <p>At most {@link #MAX_PROXIES} proxies are kept (the least recently used goes); a call that
  * fails drops its proxy, so a token that expired or a DataNode that restarted costs one failed call
@@ -40,6 +40,14 @@ import org.apache.hadoop.security.UserGroupInformation;
  * may share a proxy (Hadoop's IPC client is thread-safe).
  */
 final class VisibleLengthRpc implements AutoCloseable {
+  /**
+   * The longest a call waits for its answer (the client's socket timeout when shorter). A healthy
+   * DataNode answers in milliseconds; on a hung one, the caller measures the stock way after this,
+   * and stock may ask the same DataNode again with its own timeout, so this bounds what scr adds to
+   * stock's wait there.
+   */
+  static final int MAX_CALL_MILLIS = 2000;
+
   /** Proxies kept at most: blocks being written that one process tails at once. */
   static final int MAX_PROXIES = 64;
 
@@ -56,12 +64,14 @@ final class VisibleLengthRpc implements AutoCloseable {
 
   /**
    * @param conf the client's configuration (copied once)
-   * @param socketTimeoutMs the client's socket timeout, the calls' timeout
+   * @param socketTimeoutMs the client's socket timeout; the calls' timeout is the shorter of it and
+   *     {@link #MAX_CALL_MILLIS}
    * @param connectViaHostname whether the client connects to DataNodes by host name
    */
   VisibleLengthRpc(Configuration conf, int socketTimeoutMs, boolean connectViaHostname) {
     this.conf = new Configuration(conf);
-    this.socketTimeoutMs = socketTimeoutMs;
+    this.socketTimeoutMs =
+        socketTimeoutMs > 0 ? Math.min(socketTimeoutMs, MAX_CALL_MILLIS) : MAX_CALL_MILLIS;
     this.connectViaHostname = connectViaHostname;
   }
 
@@ -120,7 +130,7 @@ final class VisibleLengthRpc implements AutoCloseable {
 
   /**
    * A proxy whose user is named after the block and holds its token, as stock's one-call proxy,
-   * with this file system's configuration and socket timeout.
+   * with this file system's configuration and the call timeout above.
    */
   private ClientDatanodeProtocol newProxy(LocatedBlock block, DatanodeInfo dataNode)
       throws IOException {
