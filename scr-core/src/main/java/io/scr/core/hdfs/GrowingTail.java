@@ -9,7 +9,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Collections;
 import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 
 /**
  * One stream's block being written: its short-circuit reads up to the visible length the stream
@@ -71,6 +73,24 @@ final class GrowingTail {
             visibleLength,
             verifyChecksum,
             context);
+  }
+
+  /**
+   * A copy of {@code lbs}' block being written when {@code pos} is at its end, or null (no block
+   * being written, a corrupt one, or {@code pos} elsewhere). A copy: stock sets the length of its
+   * own instance when it measures again. The caller holds the stream's {@code infoLock}.
+   */
+  static LocatedBlock beingWrittenEndingAt(LocatedBlocks lbs, long pos) {
+    LocatedBlock current = lbs.isLastBlockComplete() ? null : lbs.getLastLocatedBlock();
+    if (current == null
+        || current.isCorrupt()
+        || pos != current.getStartOffset() + current.getBlockSize()) {
+      return null;
+    }
+    LocatedBlock last =
+        new LocatedBlock(new ExtendedBlock(current.getBlock()), current.getLocations());
+    last.setBlockToken(current.getBlockToken());
+    return last;
   }
 
   /**

@@ -12,18 +12,14 @@ import io.scr.core.internal.replica.TailReads;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumSet;
-import java.util.List;
-import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ByteBufferUtil;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.fs.ReadOption;
 import org.apache.hadoop.hdfs.DFSClient;
 import org.apache.hadoop.hdfs.ScrDfsInputStreamBase;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
-import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
 import org.apache.hadoop.io.ByteBufferPool;
@@ -72,18 +68,11 @@ import org.slf4j.LoggerFactory;
  * {@code locatedBlocks} field without {@code infoLock} to see that the table is current: a benign
  * race (a stale view only delays the rebuild to the next read).
  *
- * <p><b>Zero-copy reads</b> ({@code HasEnhancedByteBufferAccess}, stock's semantics): {@link
- * #read(ByteBufferPool, int, EnumSet)} at a local block lends a read-only slice of a mapping of the
- * block file that keeps a lease on its replica until {@link #releaseBuffer} ({@link
- * ZeroCopyReads}); otherwise it copies through the caller's pool as stock's {@code
- * ByteBufferUtil.fallbackRead} does, through this stream's own short-circuit reads.
+ * <p><b>Zero-copy reads</b> (stock's semantics) lend a slice of the block file's mapping that keeps
+ * a lease until {@link #releaseBuffer} ({@link ZeroCopyReads}), or copy as stock does.
  *
  * <p><b>Prefetch on open.</b> {@link ScrFileSystem} calls {@link #prefetch} right after it made the
- * stream: the replicas of the first {@code scr.client.prefetch.max-blocks} local blocks are opened
- * ahead by one task on the engine's prefetch threads ({@link OpenPrefetch}: one exchange after
- * another on one connection, or one batched exchange with a shim that offers it), so their first
- * reads here are cache hits; a read of a block whose turn has not come opens it itself, a read of
- * the block being opened shares that open; {@link #close()} cancels those that have not run yet.
+ * stream ({@link OpenPrefetch}); {@link #close()} cancels the opens that have not run yet.
  *
  * <p><b>Resources.</b> Holds no fds or sockets between reads, apart from the leases of zero-copy
  * buffers not yet released: each other lease is closed before the read returns, and the cached
@@ -109,17 +98,13 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   /** The replica opens {@link #prefetch} queued, cancelled by {@link #close()}; null if none. */
   private volatile OpenPrefetch prefetch;
 
-  private final LongAdder shortCircuitReads = new LongAdder();
-  private final LongAdder stockReads = new LongAdder();
-
   /** The block being written: its reads and its length at the stream's end. */
   private final GrowingTail tail;
 
-  /** Stock DataNode choices steered off an unhealthy local DataNode ({@link #nodesToSkip}). */
-  private final LongAdder steeredReads = new LongAdder();
-
   private final ReadFailures failures;
   private final ZeroCopyReads zeroCopy;
+  private final DataNodeSteering steering;
+  private final StreamCounters counters;
 
   /**
    * A stream of {@code src} whose short-circuit reads go through {@code scr}, with the time source
@@ -146,6 +131,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     this.zeroCopy = new ZeroCopyReads(src, mappingBudget);
     this.blocks = new StreamBlocks(this, scr, ticker);
     this.failures = new ReadFailures(src, scr, blocks, ticker, this);
+    this.steering = new DataNodeSteering(scr, this::isDeadForStock);
+    this.counters = new StreamCounters(failures, tail, zeroCopy, steering);
   }
 
   // ------------------------------------------------------------------ positional reads
@@ -208,7 +195,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     try {
       while (done < wanted) {
         long pos = position + done;
-        BlockTable t = tableFor(pos);
+        BlockTable t = blocks.tableFor(pos);
         int i = t.indexOf(pos);
         int segment = i >= 0 ? (int) Math.min(wanted - done, t.ends[i] - pos) : wanted - done;
         buf.limit(buf.position() + segment);
@@ -246,7 +233,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       countUnreachable(t, i);
     }
     if (n <= 0) {
-      stockReads.increment();
+      counters.stockRead();
       n = super.read(pos, buf);
     }
     return n;
@@ -266,7 +253,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (n > 0) {
       return n;
     }
-    stockReads.increment();
+    counters.stockRead();
     return super.read(buf, off, len);
   }
 
@@ -280,7 +267,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (n > 0) {
       return n;
     }
-    stockReads.increment();
+    counters.stockRead();
     return super.read(buf);
   }
 
@@ -293,7 +280,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (pos >= getFileLength() && !learnGrownLength()) {
       return -1;
     }
-    BlockTable t = tableFor(pos);
+    BlockTable t = blocks.tableFor(pos);
     int i = t.indexOf(pos);
     if (i < 0) {
       return -1;
@@ -327,23 +314,14 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   private boolean learnGrownLength() throws IOException {
     LocatedBlock last;
     synchronized (infoLock) {
-      LocatedBlocks lbs = locatedBlocks;
-      LocatedBlock current = lbs.isLastBlockComplete() ? null : lbs.getLastLocatedBlock();
-      if (current == null
-          || current.isCorrupt()
-          || pos != current.getStartOffset() + current.getBlockSize()) {
-        return false;
-      }
-      // A copy: stock sets the length of its own instance when it measures again.
-      last = new LocatedBlock(new ExtendedBlock(current.getBlock()), current.getLocations());
-      last.setBlockToken(current.getBlockToken());
+      last = GrowingTail.beingWrittenEndingAt(locatedBlocks, pos);
     }
-    long visible = tail.grownLength(last);
+    long visible = last != null ? tail.grownLength(last) : -1;
     if (visible < 0 || !extendLastBlock(last.getBlock(), visible)) {
       return false;
     }
     tail.countGrown();
-    rebuild(null);
+    blocks.rebuild(null);
     return pos < getFileLength();
   }
 
@@ -390,7 +368,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   @GuardedBy("this")
   private ByteBuffer readZeroCopy(int maxLength, EnumSet<ReadOption> opts) throws IOException {
-    BlockTable t = tableFor(pos);
+    BlockTable t = blocks.tableFor(pos);
     int i = t.indexOf(pos);
     if (i < 0 || t.socketPaths[i] == null) {
       if (i >= 0) {
@@ -440,7 +418,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
    */
   void prefetch(int maxBlocks) {
     if (maxBlocks > 0 && !closed.get()) {
-      prefetch = OpenPrefetch.start(scr, src, rebuild(null), maxBlocks);
+      prefetch = OpenPrefetch.start(scr, src, blocks.rebuild(null), maxBlocks);
     }
   }
 
@@ -558,7 +536,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       // Refetch the block's locations and token; this read goes stock, the next uses the new one.
       LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
       fetchBlockAt(pos);
-      rebuild(null);
+      blocks.rebuild(null);
       failures.tokenExpired();
       return null;
     } catch (IOException e) {
@@ -579,15 +557,13 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   private int counted(int done) {
     if (done > 0) {
-      shortCircuitReads.increment();
+      counters.shortCircuitRead();
       readStatistics.addShortCircuitBytes(done);
       countLocalFileSystemRead(done);
       return done;
     }
     return -1;
   }
-
-  // ------------------------------------------------------------------ the block table
 
   private void checkReadable() throws IOException {
     checkClientOpen();
@@ -596,154 +572,25 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     }
   }
 
-  private BlockTable tableFor(long pos) throws IOException {
-    return blocks.tableFor(pos);
-  }
+  // ------------------------------------------------------------------ stock's choice of a
+  // DataNode (StreamBlocks.Stock and ReadFailures.Reporter are the base class's bridge methods)
 
-  private BlockTable rebuild(BlockTable seen) {
-    return blocks.rebuild(seen);
-  }
-
-  // ------------------------------------------------------------------ for StreamBlocks,
-  // ReadFailures
-
-  @Override
-  public LocatedBlocks locatedBlocks() {
-    return locatedBlocks;
-  }
-
-  @Override
-  public Object infoLock() {
-    return infoLock;
-  }
-
-  @Override
-  public void loadBlockAt(long pos) throws IOException {
-    getBlockAt(pos);
-  }
-
-  @Override
-  public void reportCorrupt(ExtendedBlock block, DatanodeInfo dataNode, int replicas) {
-    reportCorruptReplica(block, dataNode, replicas);
-  }
-
-  @Override
-  public void keepStockOff(DatanodeInfo dataNode) {
-    addToLocalDeadNodes(dataNode);
-  }
-
-  /**
-   * Steers stock's choice of a DataNode away from local DataNodes that are not healthy ({@link
-   * io.scr.core.internal.health.DataNodeHealth}) while another location is usable: a first read of
-   * a block whose local DataNode hangs reads a remote replica at once instead of waiting for
-   * stock's socket timeout on the hung one. Asked on every choice, so nothing is remembered: the
-   * next stock read after the DataNode answers again may choose it (no dead-node entry to age out).
-   * A block whose only usable location is the unhealthy one is left to stock, which waits as it
-   * always does.
-   */
+  /** {@link DataNodeSteering#nodesToSkip}: off an unhealthy local DataNode when another serves. */
   @Override
   protected Collection<DatanodeInfo> nodesToSkip(
       LocatedBlock block, Collection<DatanodeInfo> ignoredNodes) {
-    DatanodeInfo[] locations = block.getLocations();
-    if (locations == null || locations.length < 2) {
-      return ignoredNodes;
-    }
-    List<DatanodeInfo> unhealthy = null;
-    boolean otherUsable = false;
-    for (DatanodeInfo dn : locations) {
-      if ((ignoredNodes != null && ignoredNodes.contains(dn)) || isDeadForStock(dn)) {
-        continue;
-      }
-      String path = scr.socketPathOf(dn);
-      if (path != null && scr.isDataNodeUnwell(path)) {
-        if (unhealthy == null) {
-          unhealthy = new ArrayList<>(1);
-        }
-        unhealthy.add(dn);
-      } else {
-        otherUsable = true;
-      }
-    }
-    if (unhealthy == null || !otherUsable) {
-      return ignoredNodes;
-    }
-    steeredReads.increment();
-    List<DatanodeInfo> skip = new ArrayList<>(unhealthy);
-    if (ignoredNodes != null) {
-      skip.addAll(ignoredNodes);
-    }
-    return skip;
+    return steering.nodesToSkip(block, ignoredNodes);
   }
 
   // ------------------------------------------------------------------ diagnostics
 
-  /** Reads (or read segments) served by short-circuit. */
-  long shortCircuitReads() {
-    return shortCircuitReads.sum();
+  /** What this stream did: reads each way, fallbacks, zero-copy reads, steered choices. */
+  StreamCounters counters() {
+    return counters;
   }
 
-  /** Reads (or read segments) handed to the stock stream. */
-  long stockReads() {
-    return stockReads.sum();
-  }
-
-  /** {@link GrowingTail#fallbacks()}. */
-  long tailFallbacks() {
-    return tail.fallbacks();
-  }
-
-  /** {@link GrowingTail#grownLengths()}. */
-  long grownLengths() {
-    return tail.grownLengths();
-  }
-
-  /** Stock reads steered off an unhealthy local DataNode to another replica. */
-  long steeredReads() {
-    return steeredReads.sum();
-  }
-
-  /** Short-circuit attempts that failed or were refused and went stock. */
-  long fallbacks() {
-    return failures.fallbacks();
-  }
-
-  /** Of {@link #fallbacks()}, those caused by a checksum mismatch. */
-  long checksumFallbacks() {
-    return failures.checksumFallbacks();
-  }
-
-  /** Zero-copy reads served from a mapping of the block file. */
-  long zeroCopyReads() {
-    return zeroCopy.reads();
-  }
-
-  /** Zero-copy reads at a local block that copied instead (see the class javadoc). */
-  long zeroCopyFallbacks() {
-    return zeroCopy.fallbacks();
-  }
-
-  /** Zero-copy buffers lent out and not released yet. */
-  int outstandingZeroCopyBuffers() {
-    return zeroCopy.outstanding();
-  }
-
-  /** Reads that found their replica's channel closed under them and leased it again. */
-  long reopens() {
-    return failures.reopens();
-  }
-
-  /**
-   * The socket path of the DataNode the current table short-circuits the block at {@code pos}
-   * through, or null when that block goes the stock way (for tests and diagnostics).
-   */
-  String socketPathAt(long pos) throws IOException {
-    BlockTable t = tableFor(pos);
-    int i = t.indexOf(pos);
-    return i >= 0 ? t.socketPaths[i] : null;
-  }
-
-  /** Blocks the current table short-circuits. */
-  int localBlockCount() {
-    return blocks.table.localBlockCount();
+  /** The stream's block table and demotions. */
+  StreamBlocks blocks() {
+    return blocks;
   }
 }

@@ -135,4 +135,19 @@ final class StreamBlocks {
   private static boolean expired(long until, long now) {
     return until != Long.MAX_VALUE && now - until >= 0;
   }
+
+  /**
+   * The socket path of the DataNode the current table short-circuits the block at {@code pos}
+   * through, or null when that block goes the stock way (for tests and diagnostics).
+   */
+  String socketPathAt(long pos) throws IOException {
+    BlockTable t = tableFor(pos);
+    int i = t.indexOf(pos);
+    return i >= 0 ? t.socketPaths[i] : null;
+  }
+
+  /** Blocks the current table short-circuits. */
+  int localBlockCount() {
+    return table.localBlockCount();
+  }
 }

@@ -22,13 +22,14 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  *
  * <p>It adds no behaviour of its own: each member forwards to exactly one Hadoop member, named in
  * its javadoc (the override of stock's DataNode choice asks a hook, {@link #nodesToSkip}, which
- * changes nothing here). The one exception is the visible length of the block being written: a
- * length the subclass measured from the local DataNode's memory takes the place of the one stock
- * would ask a DataNode for over TCP ({@link #openInfo}, {@link #extendLastBlock}), and lands in the
- * same fields, through the same stock method, as stock's own measurement. It lives in a split
- * package, which works on the class path (Hadoop is not run as named modules). Checked against
- * Hadoop 3.3.6, 3.4.2 and 3.5.0: one jar serves all three, the members whose signature or access
- * differs between them ({@code DFSClient.updateFileSystemReadStats}, the private {@code
+ * changes nothing here; the public members serve scr's own parts of the stream and are not API).
+ * The one exception is the visible length of the block being written: a length the subclass
+ * measured from the local DataNode's memory takes the place of the one stock would ask a DataNode
+ * for over TCP ({@link #openInfo}, {@link #extendLastBlock}), and lands in the same fields, through
+ * the same stock method, as stock's own measurement. It lives in a split package, which works on
+ * the class path (Hadoop is not run as named modules). Checked against Hadoop 3.3.6, 3.4.2 and
+ * 3.5.0: one jar serves all three, the members whose signature or access differs between them
+ * ({@code DFSClient.updateFileSystemReadStats}, the private {@code
  * DFSInputStream.setLocatedBlocksFields}) are bound once, when this class initializes.
  *
  * <p>Thread-safety: as {@link DFSInputStream}.
@@ -252,11 +253,33 @@ public abstract class ScrDfsInputStreamBase extends DFSInputStream {
    * reports unless every one of several replicas was found bad, which points at the client); the
    * NameNode then marks exactly that replica corrupt and re-replicates from a good one.
    */
-  protected final void reportCorruptReplica(
-      ExtendedBlock block, DatanodeInfo dataNode, int locations) {
+  public final void reportCorrupt(ExtendedBlock block, DatanodeInfo dataNode, int locations) {
     DFSUtilClient.CorruptedBlocks corrupted = new DFSUtilClient.CorruptedBlocks();
     corrupted.addCorruptedBlock(block, dataNode);
     reportCheckSumFailure(corrupted, locations, false);
+  }
+
+  /**
+   * {@code addToLocalDeadNodes(dataNode)}: keeps this stream's stock reads off {@code dataNode}
+   * until its dead nodes are cleared (stock clears them when it refetches locations).
+   */
+  public final void keepStockOff(DatanodeInfo dataNode) {
+    addToLocalDeadNodes(dataNode);
+  }
+
+  /** The stream's {@code locatedBlocks} field: its current block list, read without a lock. */
+  public final LocatedBlocks locatedBlocks() {
+    return locatedBlocks;
+  }
+
+  /** The stream's {@code infoLock}, which guards its block list. */
+  public final Object infoLock() {
+    return infoLock;
+  }
+
+  /** {@code getBlockAt(pos)}: fetches the located block at {@code pos} into the block list. */
+  public final void loadBlockAt(long pos) throws IOException {
+    getBlockAt(pos);
   }
 
   /**

@@ -92,7 +92,7 @@ class CorruptReplicaReportTest {
     try (FSDataInputStream in = fs.open(new Path("/corrupt/chosen"))) {
       ScrInputStream scr = (ScrInputStream) ((HdfsDataInputStream) in).getWrappedStream();
       LocatedBlock lb = firstBlock("/corrupt/chosen");
-      int chosen = dataNodeIndex(scr.socketPathAt(0));
+      int chosen = dataNodeIndex(scr.blocks().socketPathAt(0));
       int other = 1 - chosen;
       warmCache(lb, other); // a cache keyed by block alone would now serve the good replica
       corrupt(lb.getBlock(), chosen);
@@ -101,7 +101,8 @@ class CorruptReplicaReportTest {
       in.readFully(0, all);
 
       assertArrayEquals(expect, all, "the good replica's bytes");
-      assertEquals(1, scr.checksumFallbacks(), "one checksum failure, on the short-circuit path");
+      assertEquals(
+          1, scr.counters().checksumFallbacks(), "one checksum failure, on the short-circuit path");
       assertEquals(
           List.of(xferPort(chosen)),
           corruptReplicaPorts(lb.getBlock()),
@@ -115,7 +116,7 @@ class CorruptReplicaReportTest {
     try (FSDataInputStream in = fs.open(new Path("/corrupt/other"))) {
       ScrInputStream scr = (ScrInputStream) ((HdfsDataInputStream) in).getWrappedStream();
       LocatedBlock lb = firstBlock("/corrupt/other");
-      int chosen = dataNodeIndex(scr.socketPathAt(0));
+      int chosen = dataNodeIndex(scr.blocks().socketPathAt(0));
       int other = 1 - chosen;
       corrupt(lb.getBlock(), other);
       warmCache(lb, other); // the corrupt replica is cached; the stream asks the good DataNode
@@ -124,7 +125,7 @@ class CorruptReplicaReportTest {
       in.readFully(0, all);
 
       assertArrayEquals(expect, all);
-      assertEquals(0, scr.checksumFallbacks(), "the chosen DataNode's replica is good");
+      assertEquals(0, scr.counters().checksumFallbacks(), "the chosen DataNode's replica is good");
       assertEquals(
           LEN,
           ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead(),
@@ -140,7 +141,7 @@ class CorruptReplicaReportTest {
     try (FSDataInputStream in = fs.open(new Path("/corrupt/stateful"))) {
       ScrInputStream scr = (ScrInputStream) ((HdfsDataInputStream) in).getWrappedStream();
       LocatedBlock lb = firstBlock("/corrupt/stateful");
-      int chosen = dataNodeIndex(scr.socketPathAt(0));
+      int chosen = dataNodeIndex(scr.blocks().socketPathAt(0));
       corrupt(lb.getBlock(), chosen);
 
       byte[] all = new byte[LEN];
@@ -152,7 +153,7 @@ class CorruptReplicaReportTest {
       }
 
       assertArrayEquals(expect, all);
-      assertEquals(1, scr.checksumFallbacks());
+      assertEquals(1, scr.counters().checksumFallbacks());
       assertEquals(List.of(xferPort(chosen)), corruptReplicaPorts(lb.getBlock()));
     }
   }

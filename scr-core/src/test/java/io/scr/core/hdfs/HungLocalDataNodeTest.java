@@ -141,14 +141,14 @@ class HungLocalDataNodeTest {
       // The blocks the stream reads through one DataNode's socket: at least 5 of 9 on one.
       List<Long> onFirst = new ArrayList<>();
       List<Long> onSecond = new ArrayList<>();
-      String first = s.socketPathAt(0);
+      String first = s.blocks().socketPathAt(0);
       for (int b = 0; b < BLOCKS; b++) {
         long pos = (long) b * BLOCK + 100;
-        assertNotNull(s.socketPathAt(pos), "every block is local");
-        (first.equals(s.socketPathAt(pos)) ? onFirst : onSecond).add(pos);
+        assertNotNull(s.blocks().socketPathAt(pos), "every block is local");
+        (first.equals(s.blocks().socketPathAt(pos)) ? onFirst : onSecond).add(pos);
       }
       List<Long> blocks = onFirst.size() >= 4 ? onFirst : onSecond;
-      String socket = s.socketPathAt(blocks.get(0));
+      String socket = s.blocks().socketPathAt(blocks.get(0));
       DataNode hungDataNode = DFS.dfs().cluster().getDataNodes().get(dataNodeIndexOf(socket));
       long cached = blocks.get(0);
       long firstAfterHang = blocks.get(1);
@@ -156,7 +156,7 @@ class HungLocalDataNodeTest {
       long afterRecovery = blocks.get(3);
 
       checkPread(in, data, cached); // opens and caches that replica
-      long shortCircuit = s.shortCircuitReads();
+      long shortCircuit = s.counters().shortCircuitReads();
       assertEquals(1, shortCircuit);
 
       try (HungSocket hung = new HungSocket(socket)) {
@@ -186,16 +186,17 @@ class HungLocalDataNodeTest {
             "stock read another replica");
         assertEquals(1, hung.fake.requests(87), "no fd request while it is not healthy");
         assertTrue(engine.fallbackCount(FallbackReason.DATANODE_UNHEALTHY) >= 1);
-        assertTrue(s.steeredReads() >= 1, "stock's choice was steered");
+        assertTrue(s.counters().steeredReads() >= 1, "stock's choice was steered");
 
         checkPread(in, data, cached);
-        assertEquals(shortCircuit + 1, s.shortCircuitReads(), "the open replica reads on");
+        assertEquals(
+            shortCircuit + 1, s.counters().shortCircuitReads(), "the open replica reads on");
       }
 
       awaitHealthy(engine, socket);
       long opens = engine.cacheStats().loadSuccessCount();
       checkPread(in, data, afterRecovery);
-      assertEquals(shortCircuit + 2, s.shortCircuitReads(), "new opens go local again");
+      assertEquals(shortCircuit + 2, s.counters().shortCircuitReads(), "new opens go local again");
       assertEquals(opens + 1, engine.cacheStats().loadSuccessCount());
     }
   }

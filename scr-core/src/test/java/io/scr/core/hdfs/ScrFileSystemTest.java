@@ -88,11 +88,12 @@ class ScrFileSystemTest {
       in.readFully(some);
       assertArrayEquals(data, all);
       assertArrayEquals(slice(data, 100, BLOCK), some);
-      assertEquals(4, stream.localBlockCount());
+      assertEquals(4, stream.blocks().localBlockCount());
       assertTrue(
-          stream.shortCircuitReads() >= 4, "short-circuit reads " + stream.shortCircuitReads());
-      assertEquals(0, stream.stockReads(), "no read may go the stock way");
-      assertEquals(0, stream.fallbacks());
+          stream.counters().shortCircuitReads() >= 4,
+          "short-circuit reads " + stream.counters().shortCircuitReads());
+      assertEquals(0, stream.counters().stockReads(), "no read may go the stock way");
+      assertEquals(0, stream.counters().fallbacks());
       long total = data.length + BLOCK;
       assertEquals(
           total, ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead());
@@ -116,7 +117,8 @@ class ScrFileSystemTest {
         byte[] all = new byte[data.length];
         in.readFully(0, all);
         assertArrayEquals(data, all);
-        assertEquals(3, stream.localBlockCount(), "the block being written short-circuits too");
+        assertEquals(
+            3, stream.blocks().localBlockCount(), "the block being written short-circuits too");
         // The partial last chunk too: a stock DataNode (mode A) has written its checksum.
         assertEquals(
             data.length,
@@ -131,7 +133,7 @@ class ScrFileSystemTest {
       byte[] all = new byte[data.length];
       in.readFully(0, all);
       assertArrayEquals(data, all);
-      assertEquals(3, unwrap(in).localBlockCount(), "closed: every block is finalized");
+      assertEquals(3, unwrap(in).blocks().localBlockCount(), "closed: every block is finalized");
     }
   }
 
@@ -146,9 +148,9 @@ class ScrFileSystemTest {
       in.readFully(0, all);
       in.readFully(0, all);
       assertArrayEquals(data, all);
-      assertEquals(0, stream.shortCircuitReads());
-      assertTrue(stream.fallbacks() >= 1, "fallbacks " + stream.fallbacks());
-      assertTrue(stream.stockReads() >= 3);
+      assertEquals(0, stream.counters().shortCircuitReads());
+      assertTrue(stream.counters().fallbacks() >= 1, "fallbacks " + stream.counters().fallbacks());
+      assertTrue(stream.counters().stockReads() >= 3);
       assertTrue(
           fs.scrClient().fallbackCount(FallbackReason.CONNECT_FAILED) >= 1,
           "connect failures counted");
@@ -166,8 +168,8 @@ class ScrFileSystemTest {
       assertArrayEquals(data, all);
       in.readFully(0, all);
       assertArrayEquals(data, all);
-      assertEquals(0, in.localBlockCount());
-      assertEquals(4, in.stockReads(), "two blocks read twice");
+      assertEquals(0, in.blocks().localBlockCount());
+      assertEquals(4, in.counters().stockReads(), "two blocks read twice");
       verify(scr, times(4)).recordFallback(FallbackReason.NOT_LOCAL); // per read, not per build
       verify(scr, never()).socketPathOf(any(DatanodeInfo.class));
       verify(scr, never()).lease(any(), any(), anyString(), any());
@@ -193,8 +195,9 @@ class ScrFileSystemTest {
         in.readFully(0, all);
         assertArrayEquals(data, all);
       }
-      assertEquals(2, in.checksumFallbacks(), "one per block, then the block stays stock");
-      assertEquals(0, in.localBlockCount());
+      assertEquals(
+          2, in.counters().checksumFallbacks(), "one per block, then the block stays stock");
+      assertEquals(0, in.blocks().localBlockCount());
       verify(scr.replicaSource(), org.mockito.Mockito.times(2))
           .release(any(ReadContext.class), org.mockito.ArgumentMatchers.eq(lease));
     }
@@ -210,12 +213,12 @@ class ScrFileSystemTest {
       byte[] all = new byte[data.length];
       in.readFully(0, all);
       assertArrayEquals(data, all);
-      assertEquals(1, in.fallbacks());
-      assertEquals(1, in.localBlockCount(), "a refreshed token is tried again");
+      assertEquals(1, in.counters().fallbacks());
+      assertEquals(1, in.blocks().localBlockCount(), "a refreshed token is tried again");
       in.readFully(0, all);
       assertArrayEquals(data, all);
-      assertEquals(2, in.fallbacks());
-      assertEquals(0, in.localBlockCount(), "a null lease keeps the block stock");
+      assertEquals(2, in.counters().fallbacks());
+      assertEquals(0, in.blocks().localBlockCount(), "a null lease keeps the block stock");
     }
   }
 
@@ -236,11 +239,11 @@ class ScrFileSystemTest {
       byte[] buf = new byte[4096];
       in.readFully(0, buf); // backing off: stock
       assertArrayEquals(slice(data, 0, buf.length), buf);
-      assertEquals(0, in.shortCircuitReads());
-      assertEquals(1, in.localBlockCount(), "a backoff demotes nothing");
+      assertEquals(0, in.counters().shortCircuitReads());
+      assertEquals(1, in.blocks().localBlockCount(), "a backoff demotes nothing");
       in.readFully(100, buf); // the backoff is over
       assertArrayEquals(slice(data, 100, buf.length), buf);
-      assertEquals(1, in.shortCircuitReads());
+      assertEquals(1, in.counters().shortCircuitReads());
     }
   }
 
@@ -260,17 +263,18 @@ class ScrFileSystemTest {
       byte[] buf = new byte[4096];
       in.readFully(0, buf);
       assertArrayEquals(slice(data, 0, buf.length), buf);
-      assertEquals(1, in.fallbacks());
-      assertEquals(0, in.localBlockCount(), "demoted");
+      assertEquals(1, in.counters().fallbacks());
+      assertEquals(0, in.blocks().localBlockCount(), "demoted");
       now.addAndGet(TimeUnit.MILLISECONDS.toNanos(ScrInputStream.DEMOTION_MILLIS) - 1);
       in.readFully(0, buf);
-      assertEquals(0, in.shortCircuitReads(), "still demoted just before the window ends");
+      assertEquals(
+          0, in.counters().shortCircuitReads(), "still demoted just before the window ends");
       now.addAndGet(1);
       in.readFully(0, buf);
       assertArrayEquals(slice(data, 0, buf.length), buf);
-      assertEquals(1, in.shortCircuitReads(), "retried once the window is over");
-      assertEquals(1, in.localBlockCount());
-      assertEquals(1, in.fallbacks());
+      assertEquals(1, in.counters().shortCircuitReads(), "retried once the window is over");
+      assertEquals(1, in.blocks().localBlockCount());
+      assertEquals(1, in.counters().fallbacks());
     }
   }
 
@@ -298,9 +302,9 @@ class ScrFileSystemTest {
       }
       in.readFully(0, buf);
       assertArrayEquals(slice(data, 0, buf.length), buf);
-      assertEquals(1, in.shortCircuitReads());
-      assertEquals(0, in.fallbacks());
-      assertEquals(1, in.localBlockCount());
+      assertEquals(1, in.counters().shortCircuitReads());
+      assertEquals(0, in.counters().fallbacks());
+      assertEquals(1, in.blocks().localBlockCount());
     }
   }
 
@@ -322,9 +326,9 @@ class ScrFileSystemTest {
       byte[] buf = new byte[4096];
       in.readFully(0, buf);
       assertArrayEquals(slice(data, 0, buf.length), buf);
-      assertEquals(1, in.shortCircuitReads());
-      assertEquals(1, in.reopens());
-      assertEquals(0, in.fallbacks());
+      assertEquals(1, in.counters().shortCircuitReads());
+      assertEquals(1, in.counters().reopens());
+      assertEquals(0, in.counters().fallbacks());
       streamLease(verify(scr.replicaSource(), times(2)));
     }
   }
@@ -348,8 +352,8 @@ class ScrFileSystemTest {
         in.readFully(i * 100L, buf);
         assertArrayEquals(slice(data, i * 100, buf.length), buf);
       }
-      assertEquals(1, in.localBlockCount(), "not demoted");
-      assertEquals(3, in.fallbacks(), "one per read");
+      assertEquals(1, in.blocks().localBlockCount(), "not demoted");
+      assertEquals(3, in.counters().fallbacks(), "one per read");
       streamLease(verify(scr.replicaSource(), times(3)));
     }
   }

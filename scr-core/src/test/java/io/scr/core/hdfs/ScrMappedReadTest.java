@@ -112,7 +112,7 @@ class ScrMappedReadTest {
       MappedReads policy = fs.scrClient().mappedReads();
       try (FSDataInputStream in = fs.open(new Path(file))) {
         readAndCheck(in, data, new Random(verify ? 2 : 3));
-        assertEquals(0, unwrap(in).fallbacks(), "every read was scr's");
+        assertEquals(0, unwrap(in).counters().fallbacks(), "every read was scr's");
       }
       assertTrue(policy.reads() >= 150, "reads served from mappings: " + policy.reads());
       assertEquals(0, policy.fallbacks());
@@ -154,7 +154,8 @@ class ScrMappedReadTest {
       DFS.dfs().cluster().getMaterializedReplica(0, block).corruptData();
       // The one replica is corrupt: scr's verification fails, then so does stock's.
       assertThrows(IOException.class, () -> in.readFully(0, new byte[BLOCK]));
-      assertEquals(1, unwrap(in).checksumFallbacks(), "a checksum failure on scr's path");
+      assertEquals(
+          1, unwrap(in).counters().checksumFallbacks(), "a checksum failure on scr's path");
       assertEquals(before + 1, policy.reads(), "found in the bytes copied from the mapping");
       assertEquals(1, fs.scrClient().metricsSnapshot().checksumFailures());
     }

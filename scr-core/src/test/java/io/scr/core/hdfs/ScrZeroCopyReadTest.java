@@ -83,16 +83,16 @@ class ScrZeroCopyReadTest {
       assertTrue(a.isDirect() && a.isReadOnly());
       assertEquals(BLOCK - 1000, b.remaining());
       assertArrayEquals(Arrays.copyOfRange(data, 1000, BLOCK), bytes(b));
-      assertEquals(2, scr.zeroCopyReads());
-      assertEquals(0, scr.zeroCopyFallbacks());
-      assertEquals(2, scr.outstandingZeroCopyBuffers());
+      assertEquals(2, scr.counters().zeroCopyReads());
+      assertEquals(0, scr.counters().zeroCopyFallbacks());
+      assertEquals(2, scr.counters().outstandingZeroCopyBuffers());
       assertEquals(1, leased(fs), "the buffers hold their replica's leases");
       MappingBudget budget = fs.zeroCopyMappingBudget();
       assertEquals(1, budget.mappings(), "one mapping of the block file serves both");
       assertEquals(BLOCK, budget.bytes());
       in.releaseBuffer(a);
       in.releaseBuffer(b);
-      assertEquals(0, scr.outstandingZeroCopyBuffers());
+      assertEquals(0, scr.counters().outstandingZeroCopyBuffers());
       assertEquals(0, leased(fs));
       assertEquals(1, budget.mappings(), "the mapping lives as long as its cached replica");
     }
@@ -114,8 +114,8 @@ class ScrZeroCopyReadTest {
       ByteBuffer copy = in.read(pool, BLOCK, SKIP);
       assertArrayEquals(Arrays.copyOfRange(data, BLOCK, 2 * BLOCK), bytes(copy));
       in.releaseBuffer(copy);
-      assertEquals(1, scr.zeroCopyReads());
-      assertEquals(2, scr.zeroCopyFallbacks());
+      assertEquals(1, scr.counters().zeroCopyReads());
+      assertEquals(2, scr.counters().zeroCopyFallbacks());
       assertEquals(2, fs.zeroCopyMappingBudget().refusals());
       assertEquals(
           BLOCK, ((HdfsDataInputStream) in).getReadStatistics().getTotalZeroCopyBytesRead());
@@ -134,7 +134,7 @@ class ScrZeroCopyReadTest {
     try (FSDataInputStream in = fs.open(new Path(file))) {
       ScrInputStream scr = unwrap(in);
       in.releaseBuffer(in.read(null, 10, SKIP)); // the block file is mapped now
-      assertEquals(1, scr.zeroCopyReads());
+      assertEquals(1, scr.counters().zeroCopyReads());
       DFS.dfs().cluster().getMaterializedReplica(0, block).truncateData(4096);
       in.seek(8192);
       ByteBuffer copy = null;
@@ -143,9 +143,9 @@ class ScrZeroCopyReadTest {
       } catch (IOException stockFailedToo) {
         // The stock read of the truncated replica may fail as well: an exception, not a crash.
       }
-      assertEquals(1, scr.zeroCopyReads(), "nothing lent from the truncated range");
-      assertEquals(1, scr.zeroCopyFallbacks());
-      assertTrue(scr.fallbacks() >= 1, "the block went the stock way");
+      assertEquals(1, scr.counters().zeroCopyReads(), "nothing lent from the truncated range");
+      assertEquals(1, scr.counters().zeroCopyFallbacks());
+      assertTrue(scr.counters().fallbacks() >= 1, "the block went the stock way");
       if (copy != null) {
         in.releaseBuffer(copy);
       }
@@ -162,7 +162,7 @@ class ScrZeroCopyReadTest {
     assertNotNull(kept);
     assertArrayEquals(data, bytes(kept));
     in.close(); // the caller's bug: never released
-    assertEquals(0, unwrap(in).outstandingZeroCopyBuffers());
+    assertEquals(0, unwrap(in).counters().outstandingZeroCopyBuffers());
     assertEquals(0, leased(fs), "close gave the buffer's lease back");
     fs.close(); // the engine closes its replicas, and with them the mapping
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);

@@ -148,12 +148,13 @@ class BeingWrittenFaultTest {
                 "whole chunks written: "
                     + sc
                     + " short-circuit, tail fallbacks "
-                    + unwrap(in).tailFallbacks()
+                    + unwrap(in).counters().tailFallbacks()
                     + ", fallbacks "
-                    + unwrap(in).fallbacks());
+                    + unwrap(in).counters().fallbacks());
           }
-          assertTrue(unwrap(in).tailFallbacks() > 0, "the rest went stock, not as corruption");
-          assertEquals(0, unwrap(in).checksumFallbacks());
+          assertTrue(
+              unwrap(in).counters().tailFallbacks() > 0, "the rest went stock, not as corruption");
+          assertEquals(0, unwrap(in).counters().checksumFallbacks());
         }
       } finally {
         release.countDown();
@@ -203,7 +204,7 @@ class BeingWrittenFaultTest {
               "pipeline recovery bumped the generation stamp");
           before.readFully(0, got);
           assertArrayEquals(Arrays.copyOf(data, first), got, "the old stream after recovery");
-          assertEquals(0, unwrap(before).checksumFallbacks());
+          assertEquals(0, unwrap(before).counters().checksumFallbacks());
         }
         try (FSDataInputStream after = fs.open(path)) {
           byte[] got = new byte[data.length];
@@ -294,7 +295,7 @@ class BeingWrittenFaultTest {
         assertArrayEquals(Arrays.copyOf(data, first), got);
         // Recovery gave the replica a new generation stamp: the stream's block is read stock now.
         assertEquals(-1, in.read(first, new byte[1], 0, 1));
-        assertEquals(0, unwrap(in).checksumFallbacks());
+        assertEquals(0, unwrap(in).counters().checksumFallbacks());
       }
       try (FSDataInputStream in = fs.open(path)) {
         long length = unwrap(in).getFileLength();

@@ -127,7 +127,8 @@ abstract class BeingWrittenReadContract {
               "stateful read at round " + round);
           tailBytes += rest.length;
           tailShortCircuit += shortCircuitBytes(in) - before;
-          assertEquals(0, stream.checksumFallbacks(), "no checksum failure at round " + round);
+          assertEquals(
+              0, stream.counters().checksumFallbacks(), "no checksum failure at round " + round);
         }
       }
     }
@@ -183,7 +184,7 @@ abstract class BeingWrittenReadContract {
         }
         assertTrue(moves.get() > 0, "the hook ran");
         assertArrayEquals(data, got);
-        assertEquals(0, unwrap(in).checksumFallbacks());
+        assertEquals(0, unwrap(in).counters().checksumFallbacks());
         long expected = modeB() ? data.length : 3 * CHUNK;
         assertEquals(expected, shortCircuitBytes(in), "short-circuit bytes");
       }
@@ -263,7 +264,7 @@ abstract class BeingWrittenReadContract {
         assertEquals(first.length + second.length, unwrap(in).getFileLength());
         assertEquals(second.length, shortCircuitBytes(in) - before, "short-circuit bytes read on");
         assertEquals(-1, in.read(), "nothing past what the DataNode reports visible");
-        assertEquals(0, unwrap(in).checksumFallbacks());
+        assertEquals(0, unwrap(in).counters().checksumFallbacks());
       }
     }
     assertEquals(0, dfs().cluster().getNamesystem().getCorruptReplicaBlocks());
