@@ -124,11 +124,19 @@ class BeingWrittenFaultTest {
         ScrFileSystem fs = scrFileSystem(dfs, dfs.socketPath(headIndex));
         try (FSDataInputStream in = fs.open(path)) {
           assertEquals(data.length, unwrap(in).getFileLength());
+          StreamCounters counters = unwrap(in).counters();
           Thread releaser =
               new Thread(
                   () -> {
+                    // The head writes the rest once the read has gone stock for it (and its
+                    // DataNode waits for the bytes): a slow start of the read must not find them
+                    // written already.
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
                     try {
-                      Thread.sleep(1500); // the stock read's DataNode waits for the bytes
+                      while (counters.stockReads() == 0 && System.nanoTime() < deadline) {
+                        Thread.sleep(10);
+                      }
+                      Thread.sleep(200);
                     } catch (InterruptedException e) {
                       Thread.currentThread().interrupt();
                     }
