@@ -105,8 +105,7 @@ final class GrowingTail {
     }
     return scr.extensions().features(path).replicaState()
         ? LocalVisibleLength.fromMemory(scr, last, path)
-        : LocalVisibleLength.fromRpc(
-            visibleLengths, last, LocalVisibleLength.dataNodeAt(scr, last, path));
+        : LocalVisibleLength.fromRpc(scr, visibleLengths, last, path);
   }
 
   /**

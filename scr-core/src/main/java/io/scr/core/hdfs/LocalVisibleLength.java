@@ -4,6 +4,7 @@ import io.scr.core.ScrClient;
 import io.scr.core.internal.read.TailSnapshot;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
+import java.net.SocketTimeoutException;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
@@ -23,8 +24,16 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  *       connection kept between calls ({@link VisibleLengthRpc}; stock opens and authenticates a
  *       new one per call), on open and at the end of a stream, where it replaces a whole reopen (a
  *       NameNode call, a new stream and the RPC); the bytes it makes visible are read
- *       short-circuit. A call that fails leaves the measuring to stock, which tries every location.
+ *       short-circuit. A call that waits its whole bound makes the DataNode suspect (its health).
  * </ul>
+ *
+ * <p><b>Around a local DataNode that is not well.</b> Stock asks the locations in the NameNode's
+ * order, the local DataNode first, each with the client's socket timeout: every open of a file
+ * being written waits that timeout on a hung local DataNode. When a local location is unwell (known
+ * before the open, or from this open's call timing out), the other locations are asked here, in
+ * that order, by the same RPC over kept connections ({@link #aroundUnwell}); only when none answers
+ * does stock measure, as before. Otherwise a failed answer leaves the measuring to stock, which
+ * tries every location.
  *
  * <p>Never a byte past the visible length a DataNode reports: the length comes from the DataNode's
  * {@code bytesAcked}, not from the block file's size (which can be ahead of it, or behind).
@@ -73,13 +82,85 @@ final class LocalVisibleLength {
       return -1;
     }
     String path = localPath(scr, last);
-    if (path == null) {
+    if (path != null) {
+      long visible =
+          scr.extensions().features(path).replicaState()
+              ? fromMemory(scr, last, path)
+              : fromRpc(scr, rpc, last, path);
+      if (visible >= 0) {
+        return visible;
+      }
+    }
+    return aroundUnwell(scr, rpc, last);
+  }
+
+  /**
+   * The visible length of {@code lb}'s replica from its first location, in the NameNode's order,
+   * that answers the RPC, skipping local DataNodes that are unwell; -1 when no local location is
+   * unwell (stock's order costs nothing then) or none of the others answers.
+   *
+   * @throws java.io.InterruptedIOException on the calling thread's own interrupt
+   */
+  static long aroundUnwell(ScrClient scr, VisibleLengthRpc rpc, LocatedBlock lb)
+      throws IOException {
+    DatanodeInfo[] locations = lb.getLocations();
+    boolean skipped = false;
+    for (DatanodeInfo dn : locations) {
+      String path = scr.socketPathOf(dn);
+      skipped |= path != null && scr.isDataNodeUnwell(path);
+    }
+    if (!skipped) {
       return -1;
     }
-    if (scr.extensions().features(path).replicaState()) {
-      return fromMemory(scr, last, path);
+    for (DatanodeInfo dn : locations) {
+      String path = scr.socketPathOf(dn);
+      if (path != null && scr.isDataNodeUnwell(path)) {
+        continue;
+      }
+      long visible = fromRpc(rpc, lb, dn);
+      if (visible >= 0) {
+        LOG.debug(
+            "{}: visible length {} from {}, around an unwell local DataNode", lb, visible, dn);
+        return visible;
+      }
     }
-    return fromRpc(rpc, last, dataNodeAt(scr, last, path));
+    return -1;
+  }
+
+  /**
+   * {@link #fromRpc(VisibleLengthRpc, LocatedBlock, DatanodeInfo)} of the local DataNode at {@code
+   * path}: a call that waited its whole bound makes that DataNode suspect ({@link
+   * io.scr.core.internal.health.DataNodeHealth#timedOut}), so the next opens go around it at once.
+   */
+  static long fromRpc(ScrClient scr, VisibleLengthRpc rpc, LocatedBlock lb, String path)
+      throws IOException {
+    DatanodeInfo dn = dataNodeAt(scr, lb, path);
+    if (dn == null) {
+      return -1;
+    }
+    try {
+      long visible = rpc.visibleLength(lb, dn);
+      return visible >= 0 ? visible : -1;
+    } catch (IOException e) {
+      if (Interrupts.isOwnInterrupt(e)) {
+        throw e;
+      }
+      if (isTimeout(e)) {
+        scr.dataNodeHealth()
+            .timedOut(path, "getReplicaVisibleLength unanswered: " + e.getMessage());
+      }
+      LOG.debug("{}: no visible length from {}: {}", lb.getBlock(), dn, e.toString());
+      return -1;
+    }
+  }
+
+  private static boolean isTimeout(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SocketTimeoutException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

@@ -15,19 +15,23 @@ import io.scr.core.internal.health.HealthState;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
+import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.apache.hadoop.security.token.Token;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -39,7 +43,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * answers takes its place, which is what a stopped DataNode looks like to a client. A first read of
  * a block of that DataNode goes to the other replica after one health deadline, later first reads
  * at once, a replica open already keeps reading short-circuit, and the probe brings the DataNode
- * back as soon as its real socket answers again.
+ * back as soon as its real socket answers again. A DataNode whose RPC hangs (its dataset lock held)
+ * costs an open of a file being written at most the RPC's bound, not stock's socket timeout.
  */
 class HungLocalDataNodeTest {
   private static final int BLOCK = 64 * 1024;
@@ -80,6 +85,65 @@ class HungLocalDataNodeTest {
               // with no idle connection kept, every request connects, and meets the hung socket.
               c.setInt("scr.net.pool.max.idle.per.path", 0);
             });
+  }
+
+  /** Stock's wait for a DataNode's RPC in the test of opens of a file being written. */
+  private static final int STOCK_RPC_TIMEOUT_MS = 10_000;
+
+  /**
+   * The block-pool dataset lock of a DataNode, held by a thread of its own until {@link #close()}:
+   * the DataNode's {@code getReplicaVisibleLength} RPC waits for it, while its UNIX socket and the
+   * write pipeline go on. (Hadoop 3.4 and later lock per block pool; 3.3 has one dataset lock.)
+   */
+  private static final class HeldDatasetLock implements AutoCloseable {
+    private final CountDownLatch held = new CountDownLatch(1);
+    private final CountDownLatch release = new CountDownLatch(1);
+    private final Thread holder;
+    private volatile Exception failure;
+
+    HeldDatasetLock(DataNode dn, String blockPoolId) throws Exception {
+      holder =
+          new Thread(
+              () -> {
+                try (AutoCloseable lock = writeLock(dn.getFSDataset(), blockPoolId)) {
+                  held.countDown();
+                  release.await();
+                } catch (Exception e) {
+                  failure = e;
+                  held.countDown();
+                }
+              },
+              "held-dataset-lock");
+      holder.setDaemon(true);
+      holder.start();
+      held.await();
+      if (failure != null) {
+        throw failure;
+      }
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static AutoCloseable writeLock(Object dataset, String blockPoolId) throws Exception {
+      Method manager;
+      try {
+        manager = FsDatasetSpi.class.getMethod("acquireDatasetLockManager");
+      } catch (NoSuchMethodException hadoop33) {
+        return (AutoCloseable) FsDatasetSpi.class.getMethod("acquireDatasetLock").invoke(dataset);
+      }
+      Object locks = manager.invoke(dataset);
+      Class<? extends Enum> level =
+          (Class<? extends Enum>)
+              Class.forName("org.apache.hadoop.hdfs.server.common.DataNodeLockManager$LockLevel");
+      Method writeLock = manager.getReturnType().getMethod("writeLock", level, String[].class);
+      return (AutoCloseable)
+          writeLock.invoke(locks, Enum.valueOf(level, "BLOCK_POOl"), new String[] {blockPoolId});
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      release.countDown();
+      holder.join(TimeUnit.SECONDS.toMillis(30));
+    }
   }
 
   private static ScrInputStream scr(FSDataInputStream in) {
@@ -198,6 +262,75 @@ class HungLocalDataNodeTest {
       checkPread(in, data, afterRecovery);
       assertEquals(shortCircuit + 2, s.counters().shortCircuitReads(), "new opens go local again");
       assertEquals(opens + 1, engine.cacheStats().loadSuccessCount());
+    }
+  }
+
+  /**
+   * Stock asks a block being written's locations for its visible length in order, each with its
+   * socket timeout, on every open: an open that finds the hung DataNode first waits that timeout.
+   * scr waits at most its RPC's bound once, makes the DataNode suspect, and takes the length from
+   * the other replica.
+   */
+  @Test
+  void opensOfAFileBeingWrittenDoNotWaitForAHungDataNodesRpc() throws Exception {
+    org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path("/hung/being-written");
+    byte[] data = new byte[BLOCK + 5000];
+    new java.util.Random(33).nextBytes(data);
+    ScrFileSystem fs =
+        DFS.dfs()
+            .newFileSystem(
+                c -> {
+                  c.set("fs.hdfs.impl", ScrFileSystem.class.getName());
+                  c.setBoolean("dfs.client.read.shortcircuit", false);
+                  c.set("scr.client.context", "hung-rpc");
+                  c.setInt("scr.client.prefetch.max-blocks", 0);
+                  c.setInt("scr.metrics.summary.interval.seconds", 0);
+                  c.setInt("dfs.client.socket-timeout", STOCK_RPC_TIMEOUT_MS);
+                });
+    DataNode hungDataNode = DFS.dfs().cluster().getDataNodes().get(0);
+    String socket = DFS.dfs().socketPath(0);
+    try (FSDataOutputStream out = DFS.dfs().fileSystem().create(path, (short) 2)) {
+      out.write(data);
+      out.hflush();
+      String blockPool =
+          DFS.dfs()
+              .fileSystem()
+              .getClient()
+              .getLocatedBlocks(path.toString(), 0)
+              .get(0)
+              .getBlock()
+              .getBlockPoolId();
+      List<Long> tookMs = new ArrayList<>();
+      try (HeldDatasetLock held = new HeldDatasetLock(hungDataNode, blockPool)) {
+        // The NameNode orders the two local replicas at random: six opens find the hung one
+        // first at least once but with a chance of 1 in 64.
+        for (int i = 0; i < 6; i++) {
+          long t0 = System.nanoTime();
+          try (FSDataInputStream in = fs.open(path)) {
+            tookMs.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            assertEquals(data.length, ((HdfsDataInputStream) in).getVisibleLength());
+          }
+        }
+      }
+      System.out.println("opens of a file being written, one DataNode's RPC hung (ms): " + tookMs);
+      for (long ms : tookMs) {
+        assertTrue(
+            ms < STOCK_RPC_TIMEOUT_MS / 2,
+            "an open waited at most the RPC's bound ("
+                + VisibleLengthRpc.MAX_CALL_MILLIS
+                + " ms), not the "
+                + STOCK_RPC_TIMEOUT_MS
+                + " ms socket timeout: "
+                + tookMs);
+      }
+      try (FSDataInputStream in = fs.open(path)) {
+        byte[] got = new byte[data.length];
+        in.readFully(0, got);
+        assertArrayEquals(data, got);
+      }
+    } finally {
+      awaitHealthy(fs.scrClient(), socket);
+      fs.close();
     }
   }
 

@@ -279,6 +279,14 @@ public final class DataNodeHealth {
     };
   }
 
+  /**
+   * A request to {@code path} outside the UNIX socket (a stock DataNode's RPC) waited its whole
+   * bound unanswered: as a timed-out fd request, the path becomes suspect and is probed.
+   */
+  public void timedOut(String path, String what) {
+    of(path).timedOut(what);
+  }
+
   /** The DataNode at {@code path} closed a connection scr did not close (a segment's). */
   public void faltered(String path, String what) {
     of(path).faltered(what);
