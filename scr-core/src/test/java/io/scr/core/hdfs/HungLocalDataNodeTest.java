@@ -13,16 +13,15 @@ import io.scr.core.ScrClient;
 import io.scr.core.internal.health.FakeDataNodeSocket;
 import io.scr.core.internal.health.HealthState;
 import io.scr.testing.DataNodeMode;
+import io.scr.testing.HeldDatasetLock;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
-import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
@@ -31,7 +30,6 @@ import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
-import org.apache.hadoop.hdfs.server.datanode.fsdataset.FsDatasetSpi;
 import org.apache.hadoop.security.token.Token;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -90,62 +88,6 @@ class HungLocalDataNodeTest {
   /** Stock's wait for a DataNode's RPC in the test of opens of a file being written. */
   private static final int STOCK_RPC_TIMEOUT_MS = 10_000;
 
-  /**
-   * The block-pool dataset lock of a DataNode, held by a thread of its own until {@link #close()}:
-   * the DataNode's {@code getReplicaVisibleLength} RPC waits for it, while its UNIX socket and the
-   * write pipeline go on. (Hadoop 3.4 and later lock per block pool; 3.3 has one dataset lock.)
-   */
-  private static final class HeldDatasetLock implements AutoCloseable {
-    private final CountDownLatch held = new CountDownLatch(1);
-    private final CountDownLatch release = new CountDownLatch(1);
-    private final Thread holder;
-    private volatile Exception failure;
-
-    HeldDatasetLock(DataNode dn, String blockPoolId) throws Exception {
-      holder =
-          new Thread(
-              () -> {
-                try (AutoCloseable lock = writeLock(dn.getFSDataset(), blockPoolId)) {
-                  held.countDown();
-                  release.await();
-                } catch (Exception e) {
-                  failure = e;
-                  held.countDown();
-                }
-              },
-              "held-dataset-lock");
-      holder.setDaemon(true);
-      holder.start();
-      held.await();
-      if (failure != null) {
-        throw failure;
-      }
-    }
-
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private static AutoCloseable writeLock(Object dataset, String blockPoolId) throws Exception {
-      Method manager;
-      try {
-        manager = FsDatasetSpi.class.getMethod("acquireDatasetLockManager");
-      } catch (NoSuchMethodException hadoop33) {
-        return (AutoCloseable) FsDatasetSpi.class.getMethod("acquireDatasetLock").invoke(dataset);
-      }
-      Object locks = manager.invoke(dataset);
-      Class<? extends Enum> level =
-          (Class<? extends Enum>)
-              Class.forName("org.apache.hadoop.hdfs.server.common.DataNodeLockManager$LockLevel");
-      Method writeLock = manager.getReturnType().getMethod("writeLock", level, String[].class);
-      return (AutoCloseable)
-          writeLock.invoke(locks, Enum.valueOf(level, "BLOCK_POOl"), new String[] {blockPoolId});
-    }
-
-    @Override
-    public void close() throws InterruptedException {
-      release.countDown();
-      holder.join(TimeUnit.SECONDS.toMillis(30));
-    }
-  }
-
   private static ScrInputStream scr(FSDataInputStream in) {
     return (ScrInputStream) ((HdfsDataInputStream) in).getWrappedStream();
   }
@@ -183,6 +125,13 @@ class HungLocalDataNodeTest {
       }
     }
     throw new AssertionError("no DataNode has socket " + socketPath);
+  }
+
+  private static long suspectTransitions(ScrClient engine, String socket) {
+    return engine.dataNodeHealth().snapshot().stream()
+        .filter(st -> st.path().equals(socket))
+        .mapToLong(st -> st.transitionsTo(HealthState.SUSPECT))
+        .sum();
   }
 
   private static void awaitHealthy(ScrClient client, String path) throws InterruptedException {
@@ -268,8 +217,8 @@ class HungLocalDataNodeTest {
   /**
    * Stock asks a block being written's locations for its visible length in order, each with its
    * socket timeout, on every open: an open that finds the hung DataNode first waits that timeout.
-   * scr waits at most its RPC's bound once, makes the DataNode suspect, and takes the length from
-   * the other replica.
+   * scr waits at most its RPC's bound, makes the DataNode suspect, and takes the length from the
+   * other replica.
    */
   @Test
   void opensOfAFileBeingWrittenDoNotWaitForAHungDataNodesRpc() throws Exception {
@@ -287,24 +236,28 @@ class HungLocalDataNodeTest {
                   c.setInt("scr.metrics.summary.interval.seconds", 0);
                   c.setInt("dfs.client.socket-timeout", STOCK_RPC_TIMEOUT_MS);
                 });
-    DataNode hungDataNode = DFS.dfs().cluster().getDataNodes().get(0);
-    String socket = DFS.dfs().socketPath(0);
+    String socket = null;
     try (FSDataOutputStream out = DFS.dfs().fileSystem().create(path, (short) 2)) {
       out.write(data);
       out.hflush();
+      DataNode hungDataNode = DFS.dfs().cluster().getDataNodes().get(0);
+      socket = DFS.dfs().socketPath(0);
       String blockPool =
           DFS.dfs()
               .fileSystem()
               .getClient()
               .getLocatedBlocks(path.toString(), 0)
-              .get(0)
+              .getLastLocatedBlock()
               .getBlock()
               .getBlockPoolId();
+      ScrClient engine = fs.scrClient();
+      long suspectBefore = suspectTransitions(engine, socket);
       List<Long> tookMs = new ArrayList<>();
       try (HeldDatasetLock held = new HeldDatasetLock(hungDataNode, blockPool)) {
-        // The NameNode orders the two local replicas at random: six opens find the hung one
-        // first at least once but with a chance of 1 in 64.
-        for (int i = 0; i < 6; i++) {
+        // The NameNode lists the two local replicas in either order: open until an open has met
+        // the hung DataNode first (it then becomes suspect), six opens at least.
+        while (tookMs.size() < 6
+            || (suspectTransitions(engine, socket) == suspectBefore && tookMs.size() < 40)) {
           long t0 = System.nanoTime();
           try (FSDataInputStream in = fs.open(path)) {
             tookMs.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
@@ -313,6 +266,9 @@ class HungLocalDataNodeTest {
         }
       }
       System.out.println("opens of a file being written, one DataNode's RPC hung (ms): " + tookMs);
+      assertTrue(
+          suspectTransitions(engine, socket) > suspectBefore,
+          "an open asked the hung DataNode and waited the RPC's bound: " + tookMs);
       for (long ms : tookMs) {
         assertTrue(
             ms < STOCK_RPC_TIMEOUT_MS / 2,
@@ -329,7 +285,9 @@ class HungLocalDataNodeTest {
         assertArrayEquals(data, got);
       }
     } finally {
-      awaitHealthy(fs.scrClient(), socket);
+      if (socket != null) {
+        awaitHealthy(fs.scrClient(), socket);
+      }
       fs.close();
     }
   }

@@ -412,12 +412,17 @@ public final class ShortCircuitExchanges {
    *     DataNode does on op 127
    */
   public static io.scr.core.internal.read.TailSnapshot replicaState(
-      DomainSocketPool pool, String path, ExtendedBlock block, Token<BlockTokenIdentifier> token)
+      DomainSocketPool pool,
+      String path,
+      int deadlineMs,
+      ExtendedBlock block,
+      Token<BlockTokenIdentifier> token)
       throws IOException {
     byte[] request = ShortCircuitProtocol.encodeReplicaState(block, token);
     Object answer =
         pool.call(
             path,
+            deadlineMs,
             c -> {
               c.send(request);
               BlockOpResponseProto resp = ShortCircuitProtocol.readFdResponse(c.in());

@@ -139,7 +139,7 @@ public final class ReplicaManager implements Closeable {
             b.counters,
             b.fallbacks,
             b.missHook,
-            new TailReads(b.pool, extensions, cache));
+            new TailReads(b.pool, extensions, cache, this.health, b.ticker));
     this.prefetcher =
         new Prefetcher(
             cache,

@@ -2,7 +2,9 @@ package io.scr.core.internal.replica;
 
 import io.scr.cache.LeaseCache;
 import io.scr.cache.ReusableLease;
+import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
+import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.PeerExtensions;
 import io.scr.core.internal.net.ShortCircuitExchanges;
@@ -46,6 +48,8 @@ public final class TailReads {
   private final DomainSocketPool pool;
   private final PeerExtensions extensions;
   private final LeaseCache<ReplicaKey, Replica> cache;
+  private final DataNodeHealth health;
+  private final Ticker ticker;
   private final LongAdder stateRequests = new LongAdder();
   private final LongAdder notReady = new LongAdder();
 
@@ -57,10 +61,36 @@ public final class TailReads {
   static final int MAX_ATTEMPTS_PER_READ = 3;
 
   TailReads(
-      DomainSocketPool pool, PeerExtensions extensions, LeaseCache<ReplicaKey, Replica> cache) {
+      DomainSocketPool pool,
+      PeerExtensions extensions,
+      LeaseCache<ReplicaKey, Replica> cache,
+      DataNodeHealth health,
+      Ticker ticker) {
     this.pool = pool;
     this.extensions = extensions;
     this.cache = cache;
+    this.health = health;
+    this.ticker = ticker;
+  }
+
+  /**
+   * One REPLICA_STATE exchange with the DataNode at {@code path}, bounded by its health deadline as
+   * a replica open is: one that waits it makes the DataNode suspect, so a hung DataNode costs a
+   * reader one deadline, not the socket timeout, and is read around after that.
+   */
+  private TailSnapshot exchangeState(
+      String path, ExtendedBlock block, Token<BlockTokenIdentifier> token) throws IOException {
+    stateRequests.increment();
+    long start = ticker.read();
+    try {
+      return ShortCircuitExchanges.replicaState(
+          pool, path, health.deadlineMillis(path), block, token);
+    } catch (IOException e) {
+      if (DataNodeHealth.isTimeout(e)) {
+        health.requestFailed(path, e, ticker.read() - start);
+      }
+      throw e;
+    }
   }
 
   /**
@@ -131,9 +161,8 @@ public final class TailReads {
     if (!extensions.features(socketPath).replicaState()) {
       return null;
     }
-    stateRequests.increment();
     try {
-      TailSnapshot state = ShortCircuitExchanges.replicaState(pool, socketPath, block, token);
+      TailSnapshot state = exchangeState(socketPath, block, token);
       keepOnCachedReplica(block, socketPath, state);
       return state;
     } catch (java.io.EOFException e) {
@@ -174,10 +203,9 @@ public final class TailReads {
 
   private TailSnapshot askState(
       Replica replica, ExtendedBlock block, Token<BlockTokenIdentifier> token) throws IOException {
-    stateRequests.increment();
     TailSnapshot tail;
     try {
-      tail = ShortCircuitExchanges.replicaState(pool, replica.socketPath(), block, token);
+      tail = exchangeState(replica.socketPath(), block, token);
     } catch (java.io.EOFException e) {
       extensions.extensionFailed(replica.socketPath(), "replica state request: " + e);
       throw new TailNotReadyException(
