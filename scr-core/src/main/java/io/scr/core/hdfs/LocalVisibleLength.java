@@ -117,7 +117,7 @@ final class LocalVisibleLength {
       if (path != null && scr.isDataNodeUnwell(path)) {
         continue;
       }
-      long visible = fromRpc(rpc, lb, dn);
+      long visible = fromRpc(rpc, lb, dn, scr, null);
       if (visible >= 0) {
         LOG.debug(
             "{}: visible length {} from {}, around an unwell local DataNode", lb, visible, dn);
@@ -128,13 +128,26 @@ final class LocalVisibleLength {
   }
 
   /**
-   * {@link #fromRpc(VisibleLengthRpc, LocatedBlock, DatanodeInfo)} of the local DataNode at {@code
-   * path}: a call that waited its whole bound makes that DataNode suspect ({@link
+   * The visible length of {@code lb}'s replica on the local DataNode at {@code path}, by its RPC
+   * over the connection {@code rpc} keeps; -1 when the call failed. A call that waited its whole
+   * bound makes that DataNode suspect ({@link
    * io.scr.core.internal.health.DataNodeHealth#timedOut}), so the next opens go around it at once.
+   *
+   * @throws java.io.InterruptedIOException on the calling thread's own interrupt
    */
   static long fromRpc(ScrClient scr, VisibleLengthRpc rpc, LocatedBlock lb, String path)
       throws IOException {
-    DatanodeInfo dn = dataNodeAt(scr, lb, path);
+    return fromRpc(rpc, lb, dataNodeAt(scr, lb, path), scr, path);
+  }
+
+  /**
+   * The visible length of {@code lb}'s replica on {@code dn}, by its RPC over the connection {@code
+   * rpc} keeps; -1 when {@code dn} is null or the call failed (the caller asks elsewhere or the
+   * stock way). A timeout is reported to the health of {@code path} when it is not null.
+   */
+  private static long fromRpc(
+      VisibleLengthRpc rpc, LocatedBlock lb, DatanodeInfo dn, ScrClient scr, String path)
+      throws IOException {
     if (dn == null) {
       return -1;
     }
@@ -145,7 +158,7 @@ final class LocalVisibleLength {
       if (Interrupts.isOwnInterrupt(e)) {
         throw e;
       }
-      if (isTimeout(e)) {
+      if (path != null && isTimeout(e)) {
         scr.dataNodeHealth()
             .timedOut(path, "getReplicaVisibleLength unanswered: " + e.getMessage());
       }
@@ -161,29 +174,6 @@ final class LocalVisibleLength {
       }
     }
     return false;
-  }
-
-  /**
-   * The visible length of {@code lb}'s replica on the stock DataNode {@code dn}, by its RPC over
-   * the connection {@code rpc} keeps; -1 when {@code dn} is null or the call failed (the stream
-   * then asks the stock way, which tries every location).
-   *
-   * @throws java.io.InterruptedIOException on the calling thread's own interrupt
-   */
-  static long fromRpc(VisibleLengthRpc rpc, LocatedBlock lb, DatanodeInfo dn) throws IOException {
-    if (dn == null) {
-      return -1;
-    }
-    try {
-      long visible = rpc.visibleLength(lb, dn);
-      return visible >= 0 ? visible : -1;
-    } catch (IOException e) {
-      if (Interrupts.isOwnInterrupt(e)) {
-        throw e;
-      }
-      LOG.debug("{}: no visible length from {}: {}", lb.getBlock(), dn, e.toString());
-      return -1;
-    }
   }
 
   /**
