@@ -74,12 +74,12 @@ public final class Segment implements AutoCloseable {
     this.id = id;
     this.length = length;
     this.words = SharedWords.wrap(address, length);
+    this.closed = new AtomicBoolean(); // before the slots, which hold it
     this.slots = new Slot[length / Slot.BYTES_PER_SLOT];
     for (int i = 0; i < slots.length; i++) {
       slots[i] = new Slot(this, words, i);
     }
     this.registered = new BitSet(slots.length);
-    this.closed = new AtomicBoolean();
     this.address = address;
     CLEANER.register(this, new Unmapper(id, address, length, closed));
   }
@@ -218,6 +218,11 @@ public final class Segment implements AutoCloseable {
   /** Whether {@link #close()} has run (the slots read as zero from then on). */
   public boolean isClosed() {
     return closed.get();
+  }
+
+  /** The flag {@link #isClosed()} reads, for this segment's slots (set once, by close). */
+  AtomicBoolean closedFlag() {
+    return closed;
   }
 
   /**

@@ -2,6 +2,7 @@ package io.scr.shm;
 
 import io.scr.shm.internal.SharedWords;
 import java.lang.ref.Reference;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One 64-byte slot of a {@link Segment}: word 0 holds the flags and anchor count that the DataNode
@@ -41,12 +42,20 @@ public final class Slot {
   public static final int BYTES_PER_SLOT = 64;
 
   private final Segment segment;
+
+  /**
+   * The segment's closed flag ({@link Segment#isClosed()}), held here so that the validity check a
+   * cached replica makes on every hit reads it without a call into the segment.
+   */
+  private final AtomicBoolean segmentClosed;
+
   private final SharedWords words;
   private final int offset;
   private final SlotId id;
 
   Slot(Segment segment, SharedWords words, int index) {
     this.segment = segment;
+    this.segmentClosed = segment.closedFlag();
     this.words = words;
     this.offset = index * BYTES_PER_SLOT;
     this.id = SlotId.of(segment.id(), index);
@@ -96,7 +105,7 @@ public final class Slot {
   public boolean isValid() {
     // A closed segment's slots read as zero (invalid) anyway; this says so without the read, and
     // holds even if the segment's pages could not be replaced on close (see Segment#close()).
-    if (segment.isClosed()) {
+    if (segmentClosed.get()) {
       return false;
     }
     return (loadVolatile() & VALID_FLAG) != 0;

@@ -2,7 +2,7 @@ package io.scr.core.hdfs;
 
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
-import io.scr.core.internal.replica.ReadContext;
+import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.core.internal.replica.TailReads;
 import java.io.IOException;

@@ -56,8 +56,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safety: {@link #start} runs on the opening thread, {@link #cancel} on the closing one,
  * {@link #readerAt} on reading threads, the task on a prefetch thread; they share the cancelled
- * flag, the volatile index of the block being opened, the racy {@link #lastCaughtUp} and immutable
- * fields.
+ * flag, the volatile index of the block being opened and finished flag, the racy {@link
+ * #lastCaughtUp} and immutable fields.
  */
 final class OpenPrefetch {
   private static final Logger LOG = LoggerFactory.getLogger(OpenPrefetch.class);
@@ -80,6 +80,9 @@ final class OpenPrefetch {
    * as the second in a row.
    */
   private int lastCaughtUp = -2;
+
+  /** Set when the task has ended, however: no block will be opening any more. */
+  private volatile boolean finished;
 
   private OpenPrefetch(ScrClient scr, String src, LocatedBlock[] blocks, String[] paths) {
     this.scr = scr;
@@ -132,20 +135,31 @@ final class OpenPrefetch {
    * row, the reader is scanning in the prefetch's order and will keep catching up, so the rest of
    * the prefetch is cancelled (skipped, counted in {@code PrefetchSkipped}) and the reader opens
    * its own blocks, as without prefetch. Any reader thread; a volatile read when not caught up.
+   * Returns false once the task has ended (every block opened, skipped or cancelled): the stream
+   * then drops this prefetch, so its later reads do not come here.
    */
-  void readerAt(LocatedBlock lb) {
+  boolean readerAt(LocatedBlock lb) {
     int c = opening;
     if (c < 0 || blocks[c] != lb) {
-      return;
+      return !finished;
     }
     if (lastCaughtUp == c - 1 && !cancelled.getAndSet(true)) {
       LOG.debug(
           "A reader of {} caught up with its prefetch twice in a row; it opens the rest", src);
     }
     lastCaughtUp = c;
+    return true;
   }
 
   private void run() {
+    try {
+      openAll();
+    } finally {
+      finished = true;
+    }
+  }
+
+  private void openAll() {
     int i = 0;
     while (i < blocks.length) {
       int end = i + 1;

@@ -5,8 +5,8 @@ import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrClient;
 import io.scr.core.internal.read.MappingBudget;
+import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.read.TailNotReadyException;
-import io.scr.core.internal.replica.ReadContext;
 import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.core.internal.replica.TailReads;
 import io.scr.shm.internal.Interrupts;
@@ -95,7 +95,10 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   private final StreamBlocks blocks;
 
-  /** The replica opens {@link #prefetch} queued, cancelled by {@link #close()}; null if none. */
+  /**
+   * The replica opens {@link #prefetch} queued, cancelled by {@link #close()}; null if none, or
+   * once a read found them ended.
+   */
   private volatile OpenPrefetch prefetch;
 
   /** The block being written: its reads and its length at the stream's end. */
@@ -145,7 +148,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     }
     checkReadable();
     ReadContext context = source.readContext();
-    return readRange(context, position, context.scratch().wrap(buffer, offset, length));
+    return readRange(context, position, context.wrap(buffer, offset, length));
   }
 
   @Override
@@ -249,7 +252,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     }
     checkReadable();
     ReadContext context = source.readContext();
-    int n = readLocalAtPosition(context, context.scratch().wrap(buf, off, len));
+    int n = readLocalAtPosition(context, context.wrap(buf, off, len));
     if (n > 0) {
       return n;
     }
@@ -517,8 +520,8 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       throws IOException {
     LocatedBlock lb = t.blocks[i];
     OpenPrefetch p = prefetch;
-    if (p != null) {
-      p.readerAt(lb);
+    if (p != null && !p.readerAt(lb)) {
+      prefetch = null; // ended: later reads skip it, and close() has nothing to cancel
     }
     ReplicaLease lease;
     try {

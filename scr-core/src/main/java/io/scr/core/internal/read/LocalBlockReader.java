@@ -48,7 +48,7 @@ import org.apache.hadoop.fs.ChecksumException;
  * path, and on the direct path {@code dst}'s position is left unchanged (its bytes are garbage).
  *
  * <p>Thread-safety: thread-safe and stateless apart from the mapped-read policy; many threads may
- * read the same replica concurrently. Buffers are the caller's per-thread {@link ReadScratch} (one
+ * read the same replica concurrently. Buffers are the caller's per-thread {@link ReadContext} (one
  * scratch of the configured size and one checksum buffer, direct), never per stream or per read;
  * the hit path allocates nothing beyond them.
  */
@@ -84,7 +84,7 @@ public final class LocalBlockReader {
       ByteBuffer dst,
       boolean verify,
       String fileName,
-      ReadScratch s)
+      ReadContext s)
       throws IOException {
     try {
       return readChecked(replica, position, dst, verify, fileName, s);
@@ -101,7 +101,7 @@ public final class LocalBlockReader {
       ByteBuffer dst,
       boolean verify,
       String fileName,
-      ReadScratch s)
+      ReadContext s)
       throws IOException {
     if (position < 0) {
       throw new IllegalArgumentException("negative block offset " + position);
@@ -114,12 +114,12 @@ public final class LocalBlockReader {
     if (want == 0) {
       return 0;
     }
-    MetaHeader header = replica.header();
-    int bpc = header.bytesPerChecksum();
+    int bpc = replica.bytesPerChecksum();
     ByteBuffer map =
         mapped == null || replica.isGrowing() ? null : mapping(replica, position, want, bpc, s);
     boolean viaScratch = !dst.isDirect() && want <= s.size();
-    if (!verify || header.type() == MetaHeader.TYPE_NULL) {
+    ChunkChecksums checksums = replica.checksums();
+    if (!verify || checksums == null) {
       if (viaScratch && map == null) {
         return readUnverifiedViaScratch(replica, position, dst, want, s);
       }
@@ -134,13 +134,13 @@ public final class LocalBlockReader {
       if (!endAligned) {
         want -= (int) (end % bpc);
       }
-      long maxBytes = (long) ReadScratch.MAX_CHUNKS_PER_READ * bpc;
+      long maxBytes = (long) ReadContext.MAX_CHUNKS_PER_READ * bpc;
       if (want > maxBytes) {
         want = (int) maxBytes;
       }
-      return readDirectVerified(replica, map, position, dst, want, s, fileName);
+      return readDirectVerified(replica, checksums, map, position, dst, want, s, fileName);
     }
-    int n = fillScratch(replica, map, position, want, s, fileName);
+    int n = fillScratch(replica, checksums, map, position, want, s, fileName);
     dst.put(s.data(bpc));
     return n;
   }
@@ -149,10 +149,10 @@ public final class LocalBlockReader {
    * A view of the replica's block-file mapping to copy {@code [position, position + want)} (and the
    * chunks around it) from, or null when the read is a {@code pread}: the replica not hot yet, or
    * its block file not mappable (counted as a fallback). The view is this thread's ({@link
-   * ReadScratch#view}); its position and limit are the caller's.
+   * ReadContext#view}); its position and limit are the caller's.
    */
   private ByteBuffer mapping(
-      ReplicaFiles replica, long position, int want, int bpc, ReadScratch s) {
+      ReplicaFiles replica, long position, int want, int bpc, ReadContext s) {
     MappedReads policy = mapped;
     MappedByteBuffer map = replica.dataMapping();
     if (map == null) {
@@ -180,9 +180,9 @@ public final class LocalBlockReader {
 
   /** An unverified read into a heap buffer: one {@code pread} into the scratch, one copy. */
   private static int readUnverifiedViaScratch(
-      ReplicaFiles replica, long position, ByteBuffer dst, int want, ReadScratch s)
+      ReplicaFiles replica, long position, ByteBuffer dst, int want, ReadContext s)
       throws IOException {
-    ByteBuffer data = s.data(replica.header().bytesPerChecksum());
+    ByteBuffer data = s.data(replica.bytesPerChecksum());
     data.clear().limit(want);
     int n = readFully(replica.data(), data, position, want);
     if (n == 0) {
@@ -195,11 +195,12 @@ public final class LocalBlockReader {
 
   private int readDirectVerified(
       ReplicaFiles replica,
+      ChunkChecksums checksums,
       ByteBuffer map,
       long position,
       ByteBuffer dst,
       int want,
-      ReadScratch s,
+      ReadContext s,
       String fileName)
       throws IOException {
     int start = dst.position();
@@ -215,10 +216,10 @@ public final class LocalBlockReader {
       dst.position(start);
       throw shortData(replica, position, want, n);
     }
-    ByteBuffer sums = ChunkChecksums.readSums(replica, position, want, s);
+    ByteBuffer sums = checksums.readSums(replica, position, want, s);
     dst.position(start);
     try {
-      ChunkChecksums.verifyChunks(replica, dst, start, position, want, sums, s, fileName);
+      checksums.verifyChunks(replica, dst, start, position, want, sums, s, fileName);
     } catch (IOException | RuntimeException e) {
       dst.position(start); // nothing of this read is returned
       throw e;
@@ -235,14 +236,19 @@ public final class LocalBlockReader {
    * with the scratch's position and limit around them.
    */
   private static int fillScratch(
-      ReplicaFiles replica, ByteBuffer map, long position, int want, ReadScratch s, String fileName)
+      ReplicaFiles replica,
+      ChunkChecksums checksums,
+      ByteBuffer map,
+      long position,
+      int want,
+      ReadContext s,
+      String fileName)
       throws IOException {
-    MetaHeader header = replica.header();
-    int bpc = header.bytesPerChecksum();
+    int bpc = checksums.chunkBytes();
     long length = replica.length();
     long alignedStart = position - position % bpc;
     ByteBuffer data = s.data(bpc);
-    int chunksFit = Math.min(data.capacity() / bpc, ReadScratch.MAX_CHUNKS_PER_READ);
+    int chunksFit = Math.min(data.capacity() / bpc, ReadContext.MAX_CHUNKS_PER_READ);
     long alignedEnd = Math.min(((position + want + bpc - 1) / bpc) * bpc, length);
     alignedEnd = Math.min(alignedEnd, alignedStart + (long) chunksFit * bpc);
     int span = (int) (alignedEnd - alignedStart);
@@ -252,8 +258,8 @@ public final class LocalBlockReader {
     if (n < span) {
       throw shortData(replica, alignedStart, span, n);
     }
-    ByteBuffer sums = ChunkChecksums.readSums(replica, alignedStart, span, s);
-    ChunkChecksums.verifyChunks(replica, data, 0, alignedStart, span, sums, s, fileName);
+    ByteBuffer sums = checksums.readSums(replica, alignedStart, span, s);
+    checksums.verifyChunks(replica, data, 0, alignedStart, span, sums, s, fileName);
     int from = (int) (position - alignedStart);
     data.limit(from + want).position(from);
     return want;

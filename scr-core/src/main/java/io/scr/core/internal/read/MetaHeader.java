@@ -28,13 +28,9 @@ public final class MetaHeader {
   private final int type;
   private final int bytesPerChecksum;
 
-  /** Combines this type's chunk CRCs (null for NULL). */
-  private final CrcCombiner combiner;
-
   private MetaHeader(int type, int bytesPerChecksum) {
     this.type = type;
     this.bytesPerChecksum = bytesPerChecksum;
-    this.combiner = type == TYPE_NULL ? null : CrcCombiner.of(type, bytesPerChecksum);
   }
 
   /** A header with these fields (for tests and writers). */
@@ -97,11 +93,6 @@ public final class MetaHeader {
   /** Data bytes covered by one checksum. */
   public int bytesPerChecksum() {
     return bytesPerChecksum;
-  }
-
-  /** Combines chunk CRCs of this type and chunk size; null for type NULL. */
-  CrcCombiner combiner() {
-    return combiner;
   }
 
   /** Bytes per checksum value: 4 for CRC32 and CRC32C, 0 for NULL. */

@@ -65,6 +65,15 @@ public final class ReplicaFiles implements Closeable {
   private final FileChannel data;
   private final FileChannel meta;
   private final MetaHeader header;
+
+  /**
+   * The header's chunk size and checksums (null for type NULL: nothing to verify), held here so
+   * that a read finds them in the object it reads.
+   */
+  private final int bytesPerChecksum;
+
+  private final ChunkChecksums checksums;
+
   private final long length;
   private final String blockName;
 
@@ -134,6 +143,11 @@ public final class ReplicaFiles implements Closeable {
     this.data = data;
     this.meta = meta;
     this.header = header;
+    this.bytesPerChecksum = header.bytesPerChecksum();
+    this.checksums =
+        header.type() == MetaHeader.TYPE_NULL
+            ? null
+            : ChunkChecksums.of(header.type(), header.bytesPerChecksum());
     this.length = length;
     this.blockName = blockName;
     this.sums = sums;
@@ -326,6 +340,16 @@ public final class ReplicaFiles implements Closeable {
   /** The meta header. */
   public MetaHeader header() {
     return header;
+  }
+
+  /** The header's bytes per checksum (the chunk size). */
+  int bytesPerChecksum() {
+    return bytesPerChecksum;
+  }
+
+  /** The header's checksums and their verification, or null when its type is NULL. */
+  ChunkChecksums checksums() {
+    return checksums;
   }
 
   /**

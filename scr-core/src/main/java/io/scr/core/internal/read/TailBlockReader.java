@@ -32,7 +32,7 @@ import org.apache.hadoop.fs.ChecksumException;
  * otherwise.
  *
  * <p>Thread-safety: thread-safe and stateless apart from the test seam; buffers are the caller's
- * per-thread {@link ReadScratch}.
+ * per-thread {@link ReadContext}.
  */
 public final class TailBlockReader {
   /**
@@ -70,7 +70,7 @@ public final class TailBlockReader {
       long visibleLength,
       TailSnapshot tail,
       boolean verify,
-      ReadScratch s)
+      ReadContext s)
       throws IOException {
     if (position < 0) {
       throw new IllegalArgumentException("negative block offset " + position);
@@ -122,7 +122,7 @@ public final class TailBlockReader {
     }
     long alignedStart = position - position % bpc;
     ByteBuffer data = s.data(bpc);
-    int chunksFit = Math.min(data.capacity() / bpc, ReadScratch.MAX_CHUNKS_PER_READ);
+    int chunksFit = Math.min(data.capacity() / bpc, ReadContext.MAX_CHUNKS_PER_READ);
     long alignedEnd = Math.min(((end + bpc - 1) / bpc) * bpc, verifiableEnd);
     alignedEnd = Math.min(alignedEnd, alignedStart + (long) chunksFit * bpc);
     end = Math.min(end, alignedEnd);
@@ -143,7 +143,8 @@ public final class TailBlockReader {
     if (wholeEnd > alignedStart) {
       ByteBuffer sums;
       try {
-        sums = ChunkChecksums.readSums(replica, alignedStart, (int) (wholeEnd - alignedStart), s);
+        sums =
+            replica.checksums().readSums(replica, alignedStart, (int) (wholeEnd - alignedStart), s);
       } catch (ChecksumException metaShort) {
         // The first chunk whose checksum is not written yet, by the meta file's size now.
         long sumsWritten =
@@ -154,11 +155,14 @@ public final class TailBlockReader {
         }
         wholeEnd = withSums;
         verifiedEnd = withSums;
-        sums = ChunkChecksums.readSums(replica, alignedStart, (int) (wholeEnd - alignedStart), s);
+        sums =
+            replica.checksums().readSums(replica, alignedStart, (int) (wholeEnd - alignedStart), s);
       }
       try {
-        ChunkChecksums.verifyChunks(
-            replica, data, 0, alignedStart, (int) (wholeEnd - alignedStart), sums, s, null);
+        replica
+            .checksums()
+            .verifyChunks(
+                replica, data, 0, alignedStart, (int) (wholeEnd - alignedStart), sums, s, null);
       } catch (ChecksumException e) {
         if (e.getPos() <= position) {
           throw tailMoved(replica, e.getPos(), e);
@@ -205,7 +209,7 @@ public final class TailBlockReader {
       long alignedEnd,
       long chunkStart,
       TailSnapshot tail,
-      ReadScratch s) {
+      ReadContext s) {
     Checksum crc = crcOf(replica, s);
     crc.reset();
     data.limit((int) (alignedEnd - alignedStart)).position((int) (chunkStart - alignedStart));
@@ -227,11 +231,11 @@ public final class TailBlockReader {
       long alignedEnd,
       long chunkStart,
       long visibleLength,
-      ReadScratch s)
+      ReadContext s)
       throws IOException {
     int stored;
     try {
-      ByteBuffer sums = ChunkChecksums.readSums(replica, chunkStart, 1, s);
+      ByteBuffer sums = replica.checksums().readSums(replica, chunkStart, 1, s);
       stored = sums.getInt(s.sumsBase);
     } catch (ChecksumException metaShort) {
       return chunkStart; // its checksum is not written yet
@@ -253,7 +257,7 @@ public final class TailBlockReader {
     return (int) crc.getValue() == stored ? alignedEnd : chunkStart;
   }
 
-  private static Checksum crcOf(ReplicaFiles replica, ReadScratch s) {
+  private static Checksum crcOf(ReplicaFiles replica, ReadContext s) {
     return replica.header().type() == MetaHeader.TYPE_CRC32C ? s.crc32c : s.crc32;
   }
 
@@ -265,7 +269,7 @@ public final class TailBlockReader {
       long visibleLength,
       TailSnapshot tail,
       long size,
-      ReadScratch s)
+      ReadContext s)
       throws IOException {
     long onDisk = tail != null ? Math.min(tail.dataLength(), size) : size;
     int n = (int) Math.min(want, onDisk - position);

@@ -4,6 +4,7 @@ import io.scr.cache.ReusableLease;
 import io.scr.core.ReplicaLease;
 import io.scr.core.internal.read.LocalBlockReader;
 import io.scr.core.internal.read.MappingBudget;
+import io.scr.core.internal.read.ReadContext;
 import io.scr.shm.Slot;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -102,13 +103,7 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
     boolean anchored = verifyChecksum && slot != null && slot.tryAnchor();
     try {
       int n =
-          reader.read(
-              replica.files(),
-              blockOffset,
-              dst,
-              verifyChecksum && !anchored,
-              fileName,
-              c.scratch());
+          reader.read(replica.files(), blockOffset, dst, verifyChecksum && !anchored, fileName, c);
       if (n > 0) {
         replica.counters().recordRead(n); // two LongAdder adds against the replica's socket path
         if (replica.isOrphaned()) {

@@ -8,6 +8,7 @@ import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.read.LocalBlockReader;
+import io.scr.core.internal.read.ReadContext;
 import io.scr.core.metrics.ClientCounters;
 import java.io.IOException;
 import java.util.Collection;
@@ -176,11 +177,13 @@ public final class ReplicaSource {
       fallbacks.accept(FallbackReason.CLOSED);
       return null;
     }
-    LeasedReplica lease = context.spare;
-    if (lease == null || !lease.ownedBy(this)) {
-      lease = new LeasedReplica(this, reader);
+    ReplicaLease spare = context.spareLease();
+    LeasedReplica lease;
+    if (spare instanceof LeasedReplica && ((LeasedReplica) spare).ownedBy(this)) {
+      lease = (LeasedReplica) spare;
+      context.spareLease(null); // taken: a nested lease on this thread must not reopen it
     } else {
-      context.spare = null; // taken: a nested lease on this thread must not reopen it
+      lease = new LeasedReplica(this, reader);
     }
     lease.readOn(context);
     // On null or an exception the spare is dropped rather than kept: it is closed then, but a
@@ -195,8 +198,10 @@ public final class ReplicaSource {
    */
   public void release(ReadContext context, ReplicaLease lease) {
     lease.close();
-    if (context.spare == null && lease instanceof LeasedReplica && context.isCurrentThread()) {
-      context.spare = (LeasedReplica) lease;
+    if (context.spareLease() == null
+        && lease instanceof LeasedReplica
+        && context.isCurrentThread()) {
+      context.spareLease(lease);
     }
   }
 

@@ -8,6 +8,7 @@ import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.PeerExtensions;
 import io.scr.core.internal.net.ShortCircuitExchanges;
+import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.read.TailBlockReader;
 import io.scr.core.internal.read.TailNotReadyException;
 import io.scr.core.internal.read.TailSnapshot;
@@ -125,8 +126,7 @@ public final class TailReads {
       attempts++;
       try {
         int n =
-            reader.read(
-                replica.files(), blockOffset, dst, visibleLength, tail, verify, context.scratch());
+            reader.read(replica.files(), blockOffset, dst, visibleLength, tail, verify, context);
         if (n > 0) {
           replica.counters().recordRead(n);
         }

@@ -104,7 +104,7 @@ class LocalBlockReaderTest {
                       ByteBuffer.wrap(got, done, want - done),
                       true,
                       "/f",
-                      new ReadScratch(4096));
+                      new ReadContext(4096));
               assertTrue(n > 0);
               done += n;
             }
@@ -113,7 +113,7 @@ class LocalBlockReaderTest {
                 rnd.nextBoolean() ? ByteBuffer.allocateDirect(want) : ByteBuffer.allocate(want);
             while (dst.hasRemaining()) {
               assertTrue(
-                  reader.read(f, off + dst.position(), dst, true, "/f", new ReadScratch(4096)) > 0);
+                  reader.read(f, off + dst.position(), dst, true, "/f", new ReadContext(4096)) > 0);
             }
             dst.flip();
             dst.get(got);
@@ -128,7 +128,7 @@ class LocalBlockReaderTest {
                 ByteBuffer.wrap(new byte[4], 0, 4),
                 true,
                 "/f",
-                new ReadScratch(4096)));
+                new ReadContext(4096)));
         f.close();
         assertTrue(!f.isOpen());
         f.close(); // idempotent: unmaps once
@@ -180,7 +180,7 @@ class LocalBlockReaderTest {
         assertEquals(
             100,
             reader.read(
-                f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/f", new ReadScratch(4096)));
+                f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/f", new ReadContext(4096)));
         ChecksumException e =
             assertThrows(
                 ChecksumException.class,
@@ -191,7 +191,7 @@ class LocalBlockReaderTest {
                         ByteBuffer.wrap(new byte[100], 0, 100),
                         true,
                         "/f",
-                        new ReadScratch(4096)));
+                        new ReadContext(4096)));
         assertTrue(
             e.getMessage().contains("meta file of BP-1:blk_8_1 is too short"), e.getMessage());
         assertEquals(512, e.getPos());
@@ -226,7 +226,7 @@ class LocalBlockReaderTest {
                       ByteBuffer.wrap(new byte[300], 0, 300),
                       true,
                       "/data/f",
-                      new ReadScratch(4096)));
+                      new ReadContext(4096)));
       assertEquals(4_608, e.getPos());
       assertTrue(
           e.getMessage().contains("/data/f")
@@ -243,18 +243,18 @@ class LocalBlockReaderTest {
                       ByteBuffer.allocateDirect(1024),
                       true,
                       null,
-                      new ReadScratch(4096)));
+                      new ReadContext(4096)));
       assertTrue(direct.getMessage().contains("file of block BP-1:blk_7_1"), direct.getMessage());
       byte[] buf = new byte[300];
       assertEquals(
           300,
           reader.read(
-              f, 4_900, ByteBuffer.wrap(buf, 0, 300), false, "/data/f", new ReadScratch(4096)));
+              f, 4_900, ByteBuffer.wrap(buf, 0, 300), false, "/data/f", new ReadContext(4096)));
       assertArrayEquals(Arrays.copyOfRange(corrupt, 4_900, 5_200), buf);
       assertEquals(
           100,
           reader.read(
-              f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/data/f", new ReadScratch(4096)),
+              f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/data/f", new ReadContext(4096)),
           "other chunks verify");
     }
   }

@@ -89,7 +89,7 @@ class MappedBlockReadTest {
                 ByteBuffer.wrap(got, done, len - done),
                 verify,
                 "/f",
-                new ReadScratch(4096));
+                new ReadContext(4096));
         assertTrue(n > 0);
         done += n;
       }
@@ -98,7 +98,7 @@ class MappedBlockReadTest {
     ByteBuffer dst = way == 1 ? ByteBuffer.allocate(len) : ByteBuffer.allocateDirect(len);
     while (dst.hasRemaining()) {
       assertTrue(
-          reader.read(f, off + dst.position(), dst, verify, "/f", new ReadScratch(4096)) > 0);
+          reader.read(f, off + dst.position(), dst, verify, "/f", new ReadContext(4096)) > 0);
     }
     dst.flip();
     dst.get(got);
@@ -137,7 +137,7 @@ class MappedBlockReadTest {
               ByteBuffer.wrap(new byte[4], 0, 4),
               true,
               "/f",
-              new ReadScratch(4096)));
+              new ReadContext(4096)));
     }
     assertEquals(0, policy.budget().mappings(), "closing the replica gave the mapping back");
   }
@@ -315,14 +315,14 @@ class MappedBlockReadTest {
       ByteBuffer readOnly = ByteBuffer.allocateDirect(8192).asReadOnlyBuffer();
       assertThrows(
           java.nio.ReadOnlyBufferException.class,
-          () -> reader.read(f, 8192, readOnly, true, "/f", new ReadScratch(4096)),
+          () -> reader.read(f, 8192, readOnly, true, "/f", new ReadContext(4096)),
           "the block file is whole: not a truncation");
       truncateBlockFile(f, 4096);
       for (boolean verify : new boolean[] {true, false}) {
         IOException e =
             assertThrows(
                 IOException.class,
-                () -> reader.read(f, 8192, readOnly, verify, "/f", new ReadScratch(4096)));
+                () -> reader.read(f, 8192, readOnly, verify, "/f", new ReadContext(4096)));
         assertTrue(e.getMessage().contains("faulted under a mapped read"), e.getMessage());
         assertTrue(e.getCause() instanceof java.nio.ReadOnlyBufferException, e.toString());
       }

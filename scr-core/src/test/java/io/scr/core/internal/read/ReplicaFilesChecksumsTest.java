@@ -83,7 +83,7 @@ class ReplicaFilesChecksumsTest {
               ByteBuffer.wrap(b, done, b.length - done),
               true,
               "/f",
-              new ReadScratch(4096));
+              new ReadContext(4096));
       assertTrue(n > 0, "read " + done + " of " + b.length + " bytes at " + off);
       done += n;
     }
@@ -231,7 +231,7 @@ class ReplicaFilesChecksumsTest {
                       ByteBuffer.wrap(new byte[BPC], 0, BPC),
                       true,
                       "/f",
-                      new ReadScratch(4096)));
+                      new ReadContext(4096)));
     }
   }
 
@@ -273,7 +273,7 @@ class ReplicaFilesChecksumsTest {
       assertEquals(
           100,
           reader.read(
-              f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/f", new ReadScratch(4096)));
+              f, 0, ByteBuffer.wrap(new byte[100], 0, 100), true, "/f", new ReadContext(4096)));
       ChecksumException e =
           assertThrows(
               ChecksumException.class,
@@ -284,7 +284,7 @@ class ReplicaFilesChecksumsTest {
                       ByteBuffer.wrap(new byte[100], 0, 100),
                       true,
                       "/f",
-                      new ReadScratch(4096)));
+                      new ReadContext(4096)));
       assertEquals(3 * BPC, e.getPos());
     }
   }

@@ -75,7 +75,7 @@ class ReplicaFilesSafetyTest {
               byte[] buf = new byte[len];
               try {
                 // Past the scratch size: the caller's array is read straight from the channel.
-                int n = reader.read(f, 0, ByteBuffer.wrap(buf), true, "/f", new ReadScratch(4096));
+                int n = reader.read(f, 0, ByteBuffer.wrap(buf), true, "/f", new ReadContext(4096));
                 outcome.set(Arrays.copyOf(buf, n));
               } catch (IOException e) {
                 outcome.set(e);
@@ -103,7 +103,7 @@ class ReplicaFilesSafetyTest {
       byte[] buf = new byte[1000];
       assertEquals(
           1000,
-          reader.read(f, 5000, ByteBuffer.wrap(buf, 0, 1000), true, "/f", new ReadScratch(4096)));
+          reader.read(f, 5000, ByteBuffer.wrap(buf, 0, 1000), true, "/f", new ReadContext(4096)));
       assertArrayEquals(Arrays.copyOfRange(data, 5000, 6000), buf);
     }
   }
@@ -125,7 +125,7 @@ class ReplicaFilesSafetyTest {
           ClosedChannelException.class,
           () ->
               reader.read(
-                  f, 0, ByteBuffer.wrap(new byte[10], 0, 10), true, "/f", new ReadScratch(4096)));
+                  f, 0, ByteBuffer.wrap(new byte[10], 0, 10), true, "/f", new ReadContext(4096)));
     }
   }
 

@@ -30,7 +30,7 @@ class TailBlockReaderTest {
   private RbwFiles rbw;
   private ReplicaFiles replica;
   private final TailBlockReader reader = new TailBlockReader();
-  private final ReadScratch scratch = new ReadScratch(64 * 1024);
+  private final ReadContext scratch = new ReadContext(64 * 1024);
   private final byte[] written = new byte[8 * BPC];
 
   @BeforeEach

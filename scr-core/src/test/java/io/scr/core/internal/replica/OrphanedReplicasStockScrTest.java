@@ -16,6 +16,7 @@ import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.FailureClass;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.net.SegmentConnections;
+import io.scr.core.internal.read.ReadContext;
 import io.scr.core.metrics.ClientCounters;
 import io.scr.shm.Segment;
 import io.scr.shm.Slot;

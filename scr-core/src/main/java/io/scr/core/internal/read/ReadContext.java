@@ -1,28 +1,38 @@
 package io.scr.core.internal.read;
 
+import io.scr.core.ReplicaLease;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 
 /**
- * One reading thread's buffers for {@link LocalBlockReader}: a direct data scratch of the
- * configured size (unaligned checksummed reads, and every heap read that fits it), a direct buffer
- * for the covering checksums, the two CRC engines, this thread's views of block-file mappings, and
- * one reusable heap wrapper for the caller's last small {@code byte[]}.
+ * One thread's state for reading replicas of one engine: the thread's spare lease (a closed lease
+ * the next lease on this thread reopens, so a cache hit allocates nothing) and its buffers for
+ * {@link LocalBlockReader}: a direct data scratch of the configured size (unaligned checksummed
+ * reads, and every heap read that fits it), a direct buffer for the covering checksums, the two CRC
+ * engines, this thread's views of block-file mappings, and one reusable heap wrapper for the
+ * caller's last small {@code byte[]}. An engine keeps one per thread ({@code
+ * io.scr.core.internal.replica.ReplicaSource#readContext()}); a reader passes it to the source's
+ * lease and release and to the block readers.
  *
- * <p>Thread-safety: confined to one thread at a time (its owner keeps it in a per-thread read
- * context); nothing here is shared. Holds up to {@code size + 16 KiB} of direct memory (each buffer
- * made on first use), freed by the garbage collector once its context drops it: nothing here is
- * closed.
+ * <p>Thread-safety: confined to its thread ({@link #owner()}); nothing here is shared. The engine's
+ * close empties the thread's holder from another thread, never the context itself, so a read in
+ * progress keeps its buffers and its lease. Holds up to {@code size + 16 KiB} of direct memory
+ * (each buffer made on first use), freed by the garbage collector once its holder drops it: nothing
+ * here is closed.
  */
-public final class ReadScratch {
+public final class ReadContext {
   /** Most checksum chunks one read covers (the checksum buffer holds as many sums). */
   static final int MAX_CHUNKS_PER_READ = 4096;
 
   private static final int VIEWS = 16;
 
+  private final Thread owner;
   private final int size;
+
+  /** The closed lease the next lease on this thread reopens, or null. */
+  private ReplicaLease spare;
 
   /** The buffer {@link #data(int)} returned last; allocated on first use. */
   private ByteBuffer data;
@@ -53,14 +63,41 @@ public final class ReadScratch {
   private ByteBuffer wrapped;
 
   /**
+   * A context of the calling thread. An engine keeps one per thread; a caller that makes its own
+   * keeps it on this thread.
+   *
    * @param size bytes of the data scratch: unaligned checksummed reads are served in pieces of at
    *     most this size, and a heap read that fits it goes through it
    */
-  public ReadScratch(int size) {
+  public ReadContext(int size) {
     if (size < 512) {
       throw new IllegalArgumentException("scratch must be at least 512 bytes: " + size);
     }
+    this.owner = Thread.currentThread();
     this.size = size;
+  }
+
+  /** The thread this context belongs to. */
+  public Thread owner() {
+    return owner;
+  }
+
+  /** Whether the calling thread is this context's. */
+  public boolean isCurrentThread() {
+    return owner == Thread.currentThread();
+  }
+
+  /** The thread's spare lease (closed, for its engine to reopen), or null. */
+  public ReplicaLease spareLease() {
+    return spare;
+  }
+
+  /**
+   * Sets the thread's spare lease: a closed lease nobody else refers to, or null when the engine
+   * took it for a lease.
+   */
+  public void spareLease(ReplicaLease lease) {
+    this.spare = lease;
   }
 
   /** Bytes of the data scratch. */

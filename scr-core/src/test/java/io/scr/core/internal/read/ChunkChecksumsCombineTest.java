@@ -11,7 +11,7 @@ import java.util.zip.Checksum;
 import org.junit.jupiter.api.Test;
 
 /** The combined chunk CRCs equal java.util.zip's CRC of the whole span, for both polynomials. */
-class CrcCombinerTest {
+class ChunkChecksumsCombineTest {
   private static int crc(int type, byte[] data, int off, int len) {
     Checksum c = type == MetaHeader.TYPE_CRC32C ? new CRC32C() : new CRC32();
     c.update(data, off, len);
@@ -23,7 +23,7 @@ class CrcCombinerTest {
     Random rnd = new Random(23);
     for (int type : new int[] {MetaHeader.TYPE_CRC32C, MetaHeader.TYPE_CRC32}) {
       for (int bpc : new int[] {512, 1024, 100, 1}) {
-        CrcCombiner combiner = CrcCombiner.of(type, bpc);
+        ChunkChecksums combiner = ChunkChecksums.of(type, bpc);
         assertEquals(bpc, combiner.chunkBytes());
         for (int round = 0; round < 40; round++) {
           byte[] data = new byte[1 + rnd.nextInt(bpc * 20)];
@@ -49,7 +49,7 @@ class CrcCombinerTest {
     byte[] data = new byte[70_000];
     rnd.nextBytes(data);
     for (int type : new int[] {MetaHeader.TYPE_CRC32C, MetaHeader.TYPE_CRC32}) {
-      CrcCombiner combiner = CrcCombiner.of(type, 512);
+      ChunkChecksums combiner = ChunkChecksums.of(type, 512);
       for (int i = 0; i < 200; i++) {
         int split = rnd.nextInt(data.length + 1);
         int a = crc(type, data, 0, split);
@@ -62,8 +62,8 @@ class CrcCombinerTest {
       assertNotEquals(whole, crc(type, flipped, 0, flipped.length));
     }
     assertSame(
-        CrcCombiner.of(MetaHeader.TYPE_CRC32C, 512),
-        CrcCombiner.of(MetaHeader.TYPE_CRC32C, 512),
+        ChunkChecksums.of(MetaHeader.TYPE_CRC32C, 512),
+        ChunkChecksums.of(MetaHeader.TYPE_CRC32C, 512),
         "shared for the default chunk size");
   }
 }
