@@ -66,7 +66,11 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  *
  * <p>The method entries are traced in the interpreter (the JVM deoptimizes a thread that reports
- * them), which changes the timing, not the path a read takes.
+ * them), which changes the timing, not the path a read takes. The traced read follows an untraced
+ * read of the same replica: a release that is the replica's first in a tick of the replica cache's
+ * clock also records the entry in its stripe's buffer ({@code Stripe.recordIdle}, once per entry
+ * and tick, for the LRU order), so the read right after the tracer attached would show that class
+ * too.
  */
 public final class HitPathTrace {
   private static final String TARGET_FLAG = "--target";
@@ -110,6 +114,9 @@ public final class HitPathTrace {
       BufferedReader in =
           new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       in.readLine(); // the tracer has attached
+      // The read before, untraced, right away: the traced one is then, like most hits, not the
+      // replica's first release in a tick of the cache's clock (see the class comment).
+      file.reader.readFully(POSITION, buf);
       measured(file, buf);
       afterMeasured();
       file.check(POSITION, buf);
