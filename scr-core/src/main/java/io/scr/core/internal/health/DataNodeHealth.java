@@ -80,6 +80,9 @@ public final class DataNodeHealth {
   private final java.util.List<java.util.function.Consumer<String>> recoveryListeners =
       new java.util.concurrent.CopyOnWriteArrayList<>();
 
+  /** Whether an engine ever registered ({@link #onRecovery}): then probing ends with the last. */
+  private volatile boolean everRegistered;
+
   /** A registry of its own (tests; production uses {@link #shared}). */
   public DataNodeHealth(
       HealthPolicy policy, Ticker ticker, ProbeScheduler scheduler, LivenessProbe probe) {
@@ -179,7 +182,24 @@ public final class DataNodeHealth {
    */
   public Registration onRecovery(java.util.function.Consumer<String> listener) {
     recoveryListeners.add(Objects.requireNonNull(listener, "listener"));
-    return () -> recoveryListeners.remove(listener);
+    everRegistered = true;
+    return () -> {
+      if (recoveryListeners.remove(listener) && recoveryListeners.isEmpty()) {
+        // The last engine closed: nobody reads, so nothing is probed (the probe thread ends
+        // within a probe interval) and no trial request keeps a closed engine reachable.
+        for (PathHealth h : paths.values()) {
+          h.forgetRequest(h.lastRequest());
+        }
+      }
+    };
+  }
+
+  /**
+   * Whether every engine that registered has closed: probes stop then (a health used without
+   * engines, as in its unit tests, probes as long as readers ask).
+   */
+  private boolean noEngineLeft() {
+    return everRegistered && recoveryListeners.isEmpty();
   }
 
   /** A listener's registration; closing it ends the registration (idempotent). */
@@ -427,7 +447,8 @@ public final class DataNodeHealth {
       }
     }
     if (h.state() != HealthState.HEALTHY
-        && ticker.read() - h.askedAtNanos() < probeWindowNanos(h)) {
+        && ticker.read() - h.askedAtNanos() < probeWindowNanos(h)
+        && !noEngineLeft()) {
       scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
       return;
     }
@@ -436,6 +457,7 @@ public final class DataNodeHealth {
     // A change after the check above found the flag still set and scheduled nothing.
     if (h.state() != HealthState.HEALTHY
         && ticker.read() - h.askedAtNanos() < probeWindowNanos(h)
+        && !noEngineLeft()
         && h.probing.compareAndSet(false, true)) {
       scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
     }

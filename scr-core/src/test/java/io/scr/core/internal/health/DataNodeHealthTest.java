@@ -407,6 +407,25 @@ class DataNodeHealthTest {
   }
 
   @Test
+  void whenTheLastEngineClosesNothingIsProbedAnyMore() throws Exception {
+    DataNodeHealth.Registration first = health.onRecovery(path -> {});
+    DataNodeHealth.Registration second = health.onRecovery(path -> {});
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    h.refused("connection refused");
+    runDueProbe();
+    assertEquals(1, due.size(), "dead and an engine open: probed on");
+    first.close();
+    runDueProbe();
+    assertEquals(1, due.size(), "one engine still open: probed on");
+    second.close();
+    runDueProbe();
+    assertTrue(due.isEmpty(), "no engine left: the probe stops (its thread ends)");
+    health.onRecovery(path -> {});
+    assertFalse(health.admitsNewOpens(h.path()), "still dead for an engine made later");
+    assertEquals(1, due.size(), "a later engine's ask starts probing again");
+  }
+
+  @Test
   void aPeerThatAdvertisedPingIsProbedWithPing() throws Exception {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.answering(dir.resolve("dn.sock"))) {
       health.offersPing(dn.path(), true);
