@@ -236,7 +236,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       countUnreachable(t, i);
     }
     if (n <= 0) {
-      counters.stockRead();
+      counters.stockReads.increment();
       n = super.read(pos, buf);
     }
     return n;
@@ -256,7 +256,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (n > 0) {
       return n;
     }
-    counters.stockRead();
+    counters.stockReads.increment();
     return super.read(buf, off, len);
   }
 
@@ -270,7 +270,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (n > 0) {
       return n;
     }
-    counters.stockRead();
+    counters.stockReads.increment();
     return super.read(buf);
   }
 
@@ -560,7 +560,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   private int counted(int done) {
     if (done > 0) {
-      counters.shortCircuitRead();
+      counters.shortCircuitReads.increment();
       readStatistics.addShortCircuitBytes(done);
       countLocalFileSystemRead(done);
       return done;

@@ -11,8 +11,15 @@ import java.util.concurrent.atomic.LongAdder;
  * run is a snapshot of some moment during the call).
  */
 final class StreamCounters {
-  private final LongAdder shortCircuitReads = new LongAdder();
-  private final LongAdder stockReads = new LongAdder();
+  /**
+   * Reads (or read segments) served by short-circuit: the stream adds to it directly, so a cache
+   * hit runs no method of this class.
+   */
+  final LongAdder shortCircuitReads = new LongAdder();
+
+  /** Reads (or read segments) handed to the stock stream; the stream adds to it. */
+  final LongAdder stockReads = new LongAdder();
+
   private final ReadFailures failures;
   private final GrowingTail tail;
   private final ZeroCopyReads zeroCopy;
@@ -24,14 +31,6 @@ final class StreamCounters {
     this.tail = tail;
     this.zeroCopy = zeroCopy;
     this.steering = steering;
-  }
-
-  void shortCircuitRead() {
-    shortCircuitReads.increment();
-  }
-
-  void stockRead() {
-    stockReads.increment();
   }
 
   /** Reads (or read segments) served by short-circuit. */
