@@ -74,16 +74,13 @@ class ConnectFailureWarningTest {
         assertNull(lease(scr, 2 + i));
       }
       assertEquals(1, warnings.matching("fall back to TCP").size(), warnings.all().toString());
-      // Each retry tried the socket, or the DataNode's health (dead since the first failure)
-      // answered for it without a connect: either way the same streak.
-      long tried =
-          scr.backoffStatus().stream()
-              .filter(s -> s.path().equals(socket))
-              .mapToLong(s -> s.failures())
-              .sum();
       assertTrue(
-          tried >= 1 && tried + scr.fallbackCount(FallbackReason.DATANODE_UNHEALTHY) >= 6,
-          "every retry failed on the socket or its health: " + scr.backoffStatus());
+          scr.backoffStatus().stream()
+                  .filter(s -> s.path().equals(socket))
+                  .mapToLong(s -> s.failures())
+                  .sum()
+              >= 6,
+          "every retry did try the socket: " + scr.backoffStatus());
       for (String l : warnings.matching(socket)) {
         assertFalse(l.contains("does not exist"), "no message blames a missing file wrongly: " + l);
       }

@@ -53,10 +53,6 @@ public final class ResourceSnapshot {
               + "|org\\.apache\\.hadoop\\.hdfs\\.PeerCache@.*"
               // a DFSClient's renewer outlives its last client by a 60 s grace period:
               + "|LeaseRenewer:.*"
-              // scr's process-wide DataNode health probe: a dead DataNode is probed up to 60 s
-              // after the last read asked (a restart is seen without a reader), and the thread
-              // ends then, or when the process's last engine closes (DataNodeHealthTest):
-              + "|scr-health-probe"
               // a JMX client's RMI runtime (scr doctor --pid in a test), JVM-wide once used:
               + "|RMI GC Daemon|RMI Scheduler\\(\\d+\\)|RMI RenewClean-.*");
 
