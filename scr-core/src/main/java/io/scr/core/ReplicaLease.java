@@ -22,7 +22,7 @@ public interface ReplicaLease extends Closeable {
   /**
    * The socket path of the DataNode whose replica this is (the one that passed its fds): with
    * several DataNodes on one host, the one to name when reporting the replica corrupt. {@link
-   * ScrClient#socketPathOf} maps a {@code DatanodeInfo} to the same string.
+   * ScrClient#socketPathFor} maps a {@code DatanodeInfo} to the same string.
    */
   String socketPath();
 
@@ -43,19 +43,6 @@ public interface ReplicaLease extends Closeable {
 
   /** As {@link #read(long, ByteBuffer, boolean)}, into {@code buf[off, off + len)}. */
   int read(long blockOffset, byte[] buf, int off, int len, boolean verifyChecksum)
-      throws IOException;
-
-  /**
-   * Zero-copy: a read-only buffer of {@code length} bytes of the replica at {@code blockOffset},
-   * sliced from a mapping of the block file ({@link
-   * io.scr.core.internal.read.ReplicaFiles#mapData}), with no checksum verified. It stays valid
-   * while this lease is open: keep the lease until the buffer is no longer read, then close it.
-   *
-   * @param budget the budget a first mapping of this replica is charged to
-   * @return the buffer, or null when the block file cannot be mapped (the caller copies instead)
-   * @throws java.io.EOFException if the block file was truncated under the replica
-   */
-  ByteBuffer mapped(long blockOffset, int length, io.scr.core.internal.read.MappingBudget budget)
       throws IOException;
 
   /**

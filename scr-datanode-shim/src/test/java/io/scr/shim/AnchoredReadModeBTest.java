@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shim.SegmentRegistry.BlockKey;
 import io.scr.shim.SegmentRegistry.SlotRef;
 import io.scr.testing.DataNodeMode;
@@ -59,7 +59,7 @@ class AnchoredReadModeBTest {
     conf.setBoolean("dfs.client.read.shortcircuit", false); // mode B: no libhadoop on the client
     conf.set("scr.client.context", "anchor-mode-b");
     conf.setInt("scr.metrics.summary.interval.seconds", 0);
-    ScrClient client = ScrClient.acquire(conf);
+    Engine client = Engine.acquire(conf);
     try {
       ReplicaLease lease =
           client.lease(block, lb.getBlockToken(), DFS.dfs().socketPath(0), "/anchor");

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -82,7 +82,7 @@ class EngineCloseModeBTest {
     assertEquals(BLOCKS, blocks.size());
     Map<String, Long> before = shimCounters();
 
-    ScrClient client = ScrClient.acquire(c);
+    Engine client = Engine.acquire(c);
     try {
       String path = client.socketPathFor(blocks.get(0).getLocations()[0]);
       for (LocatedBlock lb : blocks) {

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.testing.MiniDfs;
 import java.io.IOException;
@@ -95,7 +95,7 @@ abstract class AbstractDeployedPropertiesTest {
     dfs().writeRandomFile("/props/pool", BLOCKS * BLOCK, 12);
     try (ScrFileSystem fs = scrFs();
         FSDataInputStream in = fs.open(new org.apache.hadoop.fs.Path("/props/pool"))) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       long connectsBefore = scr.metricsSnapshot().socketConnects();
       byte[] one = new byte[1];
       for (int b = 0; b < BLOCKS; b++) {

@@ -2,9 +2,9 @@ package io.scr.reliability;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.internal.engine.Engine;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.ResourceSnapshot;
@@ -199,9 +199,9 @@ abstract class AbstractEngineCloseTest {
 
   private static String fallbacks(Point point, FileSystem fs) {
     try {
-      ScrClient scr =
+      Engine scr =
           point == Point.SCR_FILESYSTEM
-              ? ((ScrFileSystem) fs).scrClient()
+              ? Engine.of(((ScrFileSystem) fs).scrClient())
               : ScrReplicaAccessorBuilder.engine(fs.getConf());
       return String.valueOf(scr.metricsSnapshot().fallbacks());
     } catch (RuntimeException e) {

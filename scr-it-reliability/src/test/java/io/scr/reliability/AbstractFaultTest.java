@@ -11,10 +11,10 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.RemovalCause;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.LogCapture;
 import io.scr.testing.MiniDfs;
@@ -184,7 +184,7 @@ abstract class AbstractFaultTest {
       assertTrue(errors.isEmpty(), "reads failed although a second replica was up: " + errors);
 
       // Short-circuit to the restarted DataNode resumes within the backoff window.
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       LocatedBlock lb = blocks("/restart/f").get(0);
       String dn0 = dfs().socketPath(0);
       Faults.await(
@@ -227,7 +227,7 @@ abstract class AbstractFaultTest {
     }
     try (ScrFileSystem fs = scrFs();
         FSDataInputStream in = fs.open(new Path("/delete/f"))) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       assertEquals(
           300_000L,
           ScrKeys.CACHE_IDLE_EXPIRY_MS.defaultValue(),
@@ -287,7 +287,7 @@ abstract class AbstractFaultTest {
     long corruptBefore = dfs().cluster().getNamesystem().getCorruptReplicaBlocks();
 
     try (ScrFileSystem fs = scrFs()) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       byte[] buf = new byte[BLOCK];
       for (LocatedBlock lb : lbs.getLocatedBlocks()) {
         try (ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), dn0)) {
@@ -350,7 +350,7 @@ abstract class AbstractFaultTest {
         ScrFileSystem fs =
             Faults.scrFileSystem(dfs(), c -> c.setLong("scr.cache.fd.budget", budget));
         FSDataInputStream in = fs.open(new Path("/budget/f"))) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       assertEquals(budget, scr.cacheStats().fdBudget(), "the key must reach the cache");
       int capacity = scr.cacheStats().capacity();
       assertEquals(2, capacity, "without scr.cache.capacity: half the budget");
@@ -480,7 +480,7 @@ abstract class AbstractFaultTest {
     try (ScrFileSystem fs = scrFs();
         FSDataInputStream in = fs.open(new Path("/interrupt/f"))) {
       assertArrayEquals(data, Faults.readFully(fs, "/interrupt/f", length));
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       AtomicBoolean stop = new AtomicBoolean();
       AtomicLong mismatches = new AtomicLong();
       AtomicLong interruptedReads = new AtomicLong();
@@ -570,7 +570,7 @@ abstract class AbstractFaultTest {
     byte[] second = dfs().writeRandomFile("/stale/b", BLOCK, 7);
     try (ScrFileSystem fs =
         Faults.scrFileSystem(dfs(), c -> c.setLong("scr.net.pool.idle.expiry.ms", 60_000))) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       assertArrayEquals(first, Faults.readFully(fs, "/stale/a", BLOCK));
       long connects = scr.metricsSnapshot().socketConnects();
       // The fault is the DataNode closing an idle pooled connection: wait out its idle timeout.
@@ -615,7 +615,7 @@ abstract class AbstractFaultTest {
     // fds each. Evicted replicas count until the closer has closed them, so a closer that falls
     // behind shows as loads waiting for it or falling back (FD_BUDGET), never as more fds.
     long budget = 2L * (capacity + threadCount);
-    ScrClient engine;
+    Engine engine;
     try (ScrFileSystem fs =
         Faults.scrFileSystem(
             dfs(),
@@ -623,7 +623,7 @@ abstract class AbstractFaultTest {
               c.setInt("scr.cache.capacity", capacity);
               c.setLong("scr.cache.fd.budget", budget);
             })) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       engine = scr;
       assertEquals(budget, scr.cacheStats().fdBudget());
       AtomicBoolean stop = new AtomicBoolean();
@@ -788,7 +788,7 @@ abstract class AbstractFaultTest {
     assertNoScrLeaks(before);
   }
 
-  private static long invalidationsMet(ScrClient scr) {
+  private static long invalidationsMet(Engine scr) {
     LeaseCacheStats s = scr.cacheStats();
     return s.removalCount(RemovalCause.STALE)
         + s.removalCount(RemovalCause.INVALIDATED)

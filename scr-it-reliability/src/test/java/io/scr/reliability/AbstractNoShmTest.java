@@ -6,12 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.scr.cache.RemovalCause;
-import io.scr.core.ScrClient;
 import io.scr.core.doctor.Doctor;
 import io.scr.core.doctor.DoctorContext;
 import io.scr.core.doctor.Finding;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.net.FailureClass;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.shm.SlotPoolStats;
@@ -96,7 +96,7 @@ abstract class AbstractNoShmTest {
     }
     try (ScrFileSystem fs =
         Faults.scrFileSystem(dfs(), c -> c.setLong("scr.replica.stale.threshold.ms", STALE_MS))) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       assertArrayEquals(data, Faults.readFully(fs, "/noshm/deleted", length));
       assertEquals(0, slotsInUse(scr), "this check is about replicas without slots");
       long deleteCalled = System.nanoTime();
@@ -145,7 +145,7 @@ abstract class AbstractNoShmTest {
     readsShortCircuitWithoutSlotsAndSayWhy("full");
   }
 
-  private static long slotsInUse(ScrClient scr) {
+  private static long slotsInUse(Engine scr) {
     return scr.slotPoolStats().stream().mapToLong(SlotPoolStats::slotsInUse).sum();
   }
 
@@ -166,7 +166,7 @@ abstract class AbstractNoShmTest {
               "reads must short-circuit without shared memory (" + state + ")");
         }
       }
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       List<PathBackoff.Status> shm =
           scr.backoffStatus().stream()
               .filter(s -> s.failureClass() == FailureClass.SHM)

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -178,7 +178,7 @@ abstract class AbstractProductionEventsTest {
         TimeUnit.MILLISECONDS.sleep(20); // reads run meanwhile: this is the observation window
       }
       readers.stopAndJoin();
-      ScrClient scr = point.engine(fs);
+      Engine scr = point.engine(fs);
       String state =
           String.format(
               "%s: restart (down %d s) took %d ms; since the DataNode is back: %d reads, short-circuit bytes"
@@ -240,7 +240,7 @@ abstract class AbstractProductionEventsTest {
       in.readFully(0, all);
       assertArrayEquals(data, all);
       assertEquals(length, in.getReadStatistics().getTotalShortCircuitBytesRead());
-      ScrClient scr = point.engine(fs);
+      Engine scr = point.engine(fs);
       ClientSnapshot before = scr.metricsSnapshot();
 
       Readers readers = new Readers(in, data, 2, -1, 100);
@@ -365,7 +365,7 @@ abstract class AbstractProductionEventsTest {
       long total = after.getTotalBytesRead() - atStop.getTotalBytesRead();
       long shortCircuit =
           after.getTotalShortCircuitBytesRead() - atStop.getTotalShortCircuitBytesRead();
-      ScrClient scr = point.engine(fs);
+      Engine scr = point.engine(fs);
       String state =
           String.format(
               "%s: %d interrupts, %d reads (%d of the interrupted thread failed: %d"
@@ -473,7 +473,7 @@ abstract class AbstractProductionEventsTest {
       long asked = requests.countFor(remoteIds) - before;
       List<String> lines = requests.lines();
       List<String> remoteLines = lines.subList(linesBefore, lines.size());
-      ScrClient scr = point.engine(fs);
+      Engine scr = point.engine(fs);
       String state =
           String.format(
               "%s: %d random 4 KiB preads over %d streams of a %d-block file on the other"

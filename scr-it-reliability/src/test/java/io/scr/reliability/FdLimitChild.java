@@ -3,8 +3,8 @@ package io.scr.reliability;
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.metrics.ProcessFds;
 import io.scr.testing.MiniDfs;
 import java.io.File;
@@ -199,7 +199,7 @@ final class FdLimitChild {
    * handlers); returns the first block it refused. The refusal is counted as an FD_BUDGET fallback.
    */
   static int leaseUntilTheBudgetIsFull(
-      ScrClient scr, LocatedBlocks lbs, String socket, List<ReplicaLease> held) throws IOException {
+      Engine scr, LocatedBlocks lbs, String socket, List<ReplicaLease> held) throws IOException {
     long fallbacks = scr.fallbackCount(FallbackReason.FD_BUDGET);
     for (int b = 0; b < lbs.locatedBlockCount(); b++) {
       LocatedBlock lb = lbs.get(b);
@@ -237,7 +237,7 @@ final class FdLimitChild {
     require(
         limit == expectedLimit, "the child runs with fd limit " + limit + ", not " + expectedLimit);
     try (ScrFileSystem fs = (ScrFileSystem) FileSystem.newInstance(conf)) {
-      ScrClient scr = fs.scrClient();
+      Engine scr = Engine.of(fs.scrClient());
       LeaseCacheStats sizing = scr.cacheStats();
       require(
           sizing.fdBudget() == derivedBudget(limit),

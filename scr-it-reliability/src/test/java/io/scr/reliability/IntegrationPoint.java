@@ -1,8 +1,8 @@
 package io.scr.reliability;
 
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.internal.engine.Engine;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -23,8 +23,8 @@ enum IntegrationPoint {
     }
 
     @Override
-    ScrClient engine(FileSystem fs) {
-      return ((ScrFileSystem) fs).scrClient();
+    Engine engine(FileSystem fs) {
+      return Engine.of(((ScrFileSystem) fs).scrClient());
     }
   },
   /**
@@ -52,7 +52,7 @@ enum IntegrationPoint {
     }
 
     @Override
-    ScrClient engine(FileSystem fs) {
+    Engine engine(FileSystem fs) {
       // the engine is keyed by the context, which the file system's configuration names
       return ScrReplicaAccessorBuilder.engine(fs.getConf());
     }
@@ -64,5 +64,5 @@ enum IntegrationPoint {
   abstract FileSystem open(MiniDfs dfs, Consumer<Configuration> extra);
 
   /** The scr engine behind {@code fs} (for diagnostics in failure messages). */
-  abstract ScrClient engine(FileSystem fs);
+  abstract Engine engine(FileSystem fs);
 }

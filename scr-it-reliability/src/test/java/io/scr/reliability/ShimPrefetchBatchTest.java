@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
@@ -54,7 +54,7 @@ class ShimPrefetchBatchTest {
               c.setInt("scr.client.prefetch.max-blocks", 16);
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCKS * BLOCK);
             });
-    ScrClient scr = fs.scrClient();
+    Engine scr = Engine.of(fs.scrClient());
     try {
       // The prefetch uses what the engine knows of the peer (it never probes: a stock DataNode
       // would close the probe's connection); an engine learns it with its first slot release.

@@ -103,14 +103,15 @@ final class BenchFile implements AutoCloseable {
   private void requireMappedReads() {
     try (io.scr.core.ScrClient engine =
         io.scr.core.ScrClient.acquire(reader.fileSystem().getConf())) {
-      io.scr.core.internal.read.MappedReads mapped = engine.mappedReads();
-      if (mapped == null || mapped.reads() == 0 || mapped.fallbacks() != 0) {
+      io.scr.core.metrics.ClientSnapshot s = engine.metricsSnapshot();
+      if (s.mappedReads() == 0 || s.mappedReadFallbacks() != 0) {
         throw new IllegalStateException(
             path
                 + " did not read from mappings only: "
-                + (mapped == null
-                    ? "off"
-                    : mapped.reads() + " mapped reads, " + mapped.fallbacks() + " fallbacks"));
+                + s.mappedReads()
+                + " mapped reads, "
+                + s.mappedReadFallbacks()
+                + " fallbacks");
       }
     }
   }

@@ -1,7 +1,7 @@
 package io.scr.core.hdfs;
 
 import io.scr.core.FallbackReason;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
@@ -17,7 +17,7 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * within {@link LocatedBlocks#getFileLength()}) or is the block being written ({@link
  * #beingWritten}: it ends at the visible length the stream measured, and is read only up to there,
  * {@code io.scr.core.internal.replica.TailReads}), is neither corrupt nor striped, has a location
- * on this host with a configured socket ({@link ScrClient#socketPathOf}), and is not demoted by the
+ * on this host with a configured socket ({@link Engine#socketPathOf}), and is not demoted by the
  * stream right now ({@code demotedUntil}).
  *
  * <p><b>Only lasting facts are built in.</b> Whether a block's DataNode is on this host and which
@@ -94,7 +94,7 @@ final class BlockTable {
    * @param now the current time on the scale of {@code demotedUntil}
    */
   static BlockTable build(
-      LocatedBlocks source, ScrClient scr, Map<LocatedBlock, Long> demotedUntil, long now) {
+      LocatedBlocks source, Engine scr, Map<LocatedBlock, Long> demotedUntil, long now) {
     List<LocatedBlock> list = source.getLocatedBlocks();
     LocatedBlock last = source.isLastBlockComplete() ? null : source.getLastLocatedBlock();
     boolean lastListed = false;
@@ -160,7 +160,7 @@ final class BlockTable {
     return new BlockTable(source, starts, ends, blocks, paths, unreachable, growing, retryAt);
   }
 
-  private static String localSocket(LocatedBlock lb, ScrClient scr) {
+  private static String localSocket(LocatedBlock lb, Engine scr) {
     for (DatanodeInfo dn : lb.getLocations()) {
       String path = scr.unreachableReason(dn) == null ? scr.socketPathOf(dn) : null;
       if (path != null) {
@@ -171,7 +171,7 @@ final class BlockTable {
   }
 
   /** Why none of the block's locations has a local socket (the last location's reason). */
-  private static FallbackReason unreachableReason(LocatedBlock lb, ScrClient scr) {
+  private static FallbackReason unreachableReason(LocatedBlock lb, Engine scr) {
     FallbackReason reason = FallbackReason.NOT_LOCAL;
     for (DatanodeInfo dn : lb.getLocations()) {
       FallbackReason r = scr.unreachableReason(dn);

@@ -1,6 +1,6 @@
 package io.scr.core.hdfs;
 
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -22,7 +22,7 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
  * counter.
  */
 final class DataNodeSteering {
-  private final ScrClient scr;
+  private final Engine scr;
 
   /**
    * Whether stock's choice skips a DataNode already (the stream's and the detector's dead nodes).
@@ -31,7 +31,7 @@ final class DataNodeSteering {
 
   private final LongAdder steered = new LongAdder();
 
-  DataNodeSteering(ScrClient scr, Predicate<DatanodeInfo> deadForStock) {
+  DataNodeSteering(Engine scr, Predicate<DatanodeInfo> deadForStock) {
     this.scr = scr;
     this.deadForStock = deadForStock;
   }

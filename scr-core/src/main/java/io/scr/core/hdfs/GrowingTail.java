@@ -1,7 +1,7 @@
 package io.scr.core.hdfs;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.core.internal.replica.TailReads;
@@ -28,7 +28,7 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * <p>Thread-safety: thread-safe; counters are adders, everything else is final.
  */
 final class GrowingTail {
-  private final ScrClient scr;
+  private final Engine scr;
   private final ReplicaSource source;
   private final VisibleLengthRpc visibleLengths;
   private final String src;
@@ -39,7 +39,7 @@ final class GrowingTail {
   /** Stateful reads at the end that found the block being written grown. */
   private final LongAdder grown = new LongAdder();
 
-  GrowingTail(ScrClient scr, VisibleLengthRpc visibleLengths, String src) {
+  GrowingTail(Engine scr, VisibleLengthRpc visibleLengths, String src) {
     this.scr = scr;
     this.source = scr.replicaSource();
     this.visibleLengths = visibleLengths;

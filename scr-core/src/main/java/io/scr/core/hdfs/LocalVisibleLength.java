@@ -1,6 +1,6 @@
 package io.scr.core.hdfs;
 
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.TailSnapshot;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
@@ -50,7 +50,7 @@ final class LocalVisibleLength {
    * The socket path of a location of {@code lb} on this host that is configured, healthy and not
    * backing off; null when none (the stream measures the stock way).
    */
-  static String localPath(ScrClient scr, LocatedBlock lb) {
+  static String localPath(Engine scr, LocatedBlock lb) {
     for (DatanodeInfo dn : lb.getLocations()) {
       String path = scr.unreachableReason(dn) == null ? scr.socketPathOf(dn) : null;
       if (path != null && !scr.isDataNodeUnwell(path) && !scr.isBackingOff(path)) {
@@ -61,7 +61,7 @@ final class LocalVisibleLength {
   }
 
   /** The location of {@code lb} whose socket path is {@code path}, or null. */
-  static DatanodeInfo dataNodeAt(ScrClient scr, LocatedBlock lb, String path) {
+  static DatanodeInfo dataNodeAt(Engine scr, LocatedBlock lb, String path) {
     for (DatanodeInfo dn : lb.getLocations()) {
       if (path.equals(scr.socketPathOf(dn))) {
         return dn;
@@ -76,7 +76,7 @@ final class LocalVisibleLength {
    * when the last block is complete, has no healthy local location, or its DataNode could not
    * answer for this generation stamp: the stream then measures the stock way.
    */
-  static long onOpen(ScrClient scr, VisibleLengthRpc rpc, LocatedBlocks blocks) throws IOException {
+  static long onOpen(Engine scr, VisibleLengthRpc rpc, LocatedBlocks blocks) throws IOException {
     LocatedBlock last = blocks.isLastBlockComplete() ? null : blocks.getLastLocatedBlock();
     if (last == null || last.getLocations().length == 0 || last.isCorrupt() || last.isStriped()) {
       return -1;
@@ -101,8 +101,7 @@ final class LocalVisibleLength {
    *
    * @throws java.io.InterruptedIOException on the calling thread's own interrupt
    */
-  static long aroundUnwell(ScrClient scr, VisibleLengthRpc rpc, LocatedBlock lb)
-      throws IOException {
+  static long aroundUnwell(Engine scr, VisibleLengthRpc rpc, LocatedBlock lb) throws IOException {
     DatanodeInfo[] locations = lb.getLocations();
     boolean skipped = false;
     for (DatanodeInfo dn : locations) {
@@ -135,7 +134,7 @@ final class LocalVisibleLength {
    *
    * @throws java.io.InterruptedIOException on the calling thread's own interrupt
    */
-  static long fromRpc(ScrClient scr, VisibleLengthRpc rpc, LocatedBlock lb, String path)
+  static long fromRpc(Engine scr, VisibleLengthRpc rpc, LocatedBlock lb, String path)
       throws IOException {
     return fromRpc(rpc, lb, dataNodeAt(scr, lb, path), scr, path);
   }
@@ -146,7 +145,7 @@ final class LocalVisibleLength {
    * stock way). A timeout is reported to the health of {@code path} when it is not null.
    */
   private static long fromRpc(
-      VisibleLengthRpc rpc, LocatedBlock lb, DatanodeInfo dn, ScrClient scr, String path)
+      VisibleLengthRpc rpc, LocatedBlock lb, DatanodeInfo dn, Engine scr, String path)
       throws IOException {
     if (dn == null) {
       return -1;
@@ -181,7 +180,7 @@ final class LocalVisibleLength {
    * (REPLICA_STATE); -1 when it does not offer the request, refused it, or holds the replica under
    * another generation stamp (recovered or appended: the reader reopens, as with stock).
    */
-  static long fromMemory(ScrClient scr, LocatedBlock lb, String path) throws IOException {
+  static long fromMemory(Engine scr, LocatedBlock lb, String path) throws IOException {
     TailSnapshot state =
         scr.replicaSource().tailReads().replicaState(lb.getBlock(), lb.getBlockToken(), path);
     if (state == null || state.generationStamp() != lb.getBlock().getGenerationStamp()) {

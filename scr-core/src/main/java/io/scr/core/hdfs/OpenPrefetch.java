@@ -1,8 +1,8 @@
 package io.scr.core.hdfs;
 
 import io.scr.cache.LeaseCacheStats;
-import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.net.PeerExtensions;
 import io.scr.core.internal.net.ShortCircuitExchanges;
 import io.scr.core.internal.replica.PrefetchResult;
@@ -20,18 +20,18 @@ import org.slf4j.LoggerFactory;
 /**
  * Prefetch on open: when a {@link ScrInputStream} opens a file, the replicas of its local,
  * finalized blocks are opened ahead on one of the engine's prefetch threads ({@link
- * ScrClient#submitPrefetch}) and left in the replica cache, so the stream's first read of each is a
+ * Engine#submitPrefetch}) and left in the replica cache, so the stream's first read of each is a
  * cache hit instead of an op-87 exchange on the reading thread.
  *
  * <p><b>One task per file, one block at a time.</b> The file's blocks are opened in file order by a
- * single task, each through the cache's single load per replica ({@link ScrClient#prefetch}), so
- * the exchanges follow one another on one pooled connection: a prefetch holds at most one
- * connection and one exchange at a time, whatever the file's size. A read never waits behind other
- * blocks: a block whose turn has not come is not loading, so its first read opens it itself (the
- * prefetch then finds it cached and moves on); a read of the block being opened waits for that one
- * exchange, which started before it and which it would otherwise have repeated. The absent-replica
- * memory and the backoff are consulted before and inside each load, so a prefetch and a read of a
- * block the DataNode refuses ask it once between them.
+ * single task, each through the cache's single load per replica ({@link Engine#prefetch}), so the
+ * exchanges follow one another on one pooled connection: a prefetch holds at most one connection
+ * and one exchange at a time, whatever the file's size. A read never waits behind other blocks: a
+ * block whose turn has not come is not loading, so its first read opens it itself (the prefetch
+ * then finds it cached and moves on); a read of the block being opened waits for that one exchange,
+ * which started before it and which it would otherwise have repeated. The absent-replica memory and
+ * the backoff are consulted before and inside each load, so a prefetch and a read of a block the
+ * DataNode refuses ask it once between them.
  *
  * <p><b>A reader that keeps catching up takes over.</b> A reader that scans the file in the
  * prefetch's order finds each next block's exchange in flight and waits for it; after two such
@@ -39,12 +39,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>One batched exchange where the peer takes it.</b> When the engine knows the DataNode offers
  * the scr shim's batched fd request ({@code batch-fds}; known from an earlier probe, never probed
- * here), the file's blocks on it go in one op-127 BATCH_FDS exchange ({@link
- * ScrClient#prefetchBatch}, up to {@link ShortCircuitExchanges#MAX_BLOCKS_PER_BATCH_FDS} blocks per
- * exchange). A read of a block of the batch takes it over while the batch is not sent yet, and
- * waits for the batch's answer once it is. A stock DataNode waits for the client's receipt byte
- * after every fd answer before it reads the next request, so op-87 requests cannot be written ahead
- * on one connection: there the blocks go one exchange after another, as above.
+ * here), the file's blocks on it go in one op-127 BATCH_FDS exchange ({@link Engine#prefetchBatch},
+ * up to {@link ShortCircuitExchanges#MAX_BLOCKS_PER_BATCH_FDS} blocks per exchange). A read of a
+ * block of the batch takes it over while the batch is not sent yet, and waits for the batch's
+ * answer once it is. A stock DataNode waits for the client's receipt byte after every fd answer
+ * before it reads the next request, so op-87 requests cannot be written ahead on one connection:
+ * there the blocks go one exchange after another, as above.
  *
  * <p><b>Bounds.</b> At most {@code maxBlocks} blocks per stream (the first ones in file order among
  * the blocks the table holds: local socket, finalized, not corrupt). Blocks are skipped, and
@@ -65,7 +65,7 @@ final class OpenPrefetch {
   /** The first skip for lack of room (queue, cache, fds) in the process is logged. */
   private static final AtomicBoolean NO_ROOM_LOGGED = new AtomicBoolean();
 
-  private final ScrClient scr;
+  private final Engine scr;
   private final String src;
   private final LocatedBlock[] blocks;
   private final String[] paths;
@@ -84,7 +84,7 @@ final class OpenPrefetch {
   /** Set when the task has ended, however: no block will be opening any more. */
   private volatile boolean finished;
 
-  private OpenPrefetch(ScrClient scr, String src, LocatedBlock[] blocks, String[] paths) {
+  private OpenPrefetch(Engine scr, String src, LocatedBlock[] blocks, String[] paths) {
     this.scr = scr;
     this.src = src;
     this.blocks = blocks;
@@ -95,7 +95,7 @@ final class OpenPrefetch {
    * Queues the opens of up to {@code maxBlocks} of {@code table}'s short-circuit blocks as one
    * task; returns without waiting for it. Null when nothing was queued.
    */
-  static OpenPrefetch start(ScrClient scr, String src, BlockTable table, int maxBlocks) {
+  static OpenPrefetch start(Engine scr, String src, BlockTable table, int maxBlocks) {
     if (maxBlocks <= 0) {
       return null;
     }

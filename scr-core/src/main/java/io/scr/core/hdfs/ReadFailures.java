@@ -2,7 +2,7 @@ package io.scr.core.hdfs;
 
 import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
@@ -64,7 +64,7 @@ final class ReadFailures {
   }
 
   private final String src;
-  private final ScrClient scr;
+  private final Engine scr;
   private final StreamBlocks blocks;
   private final Ticker ticker;
   private final Reporter reporter;
@@ -72,7 +72,7 @@ final class ReadFailures {
   private final LongAdder checksumFallbacks = new LongAdder();
   private final LongAdder reopens = new LongAdder();
 
-  ReadFailures(String src, ScrClient scr, StreamBlocks blocks, Ticker ticker, Reporter reporter) {
+  ReadFailures(String src, Engine scr, StreamBlocks blocks, Ticker ticker, Reporter reporter) {
     this.src = src;
     this.scr = scr;
     this.blocks = blocks;

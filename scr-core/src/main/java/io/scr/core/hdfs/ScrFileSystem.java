@@ -3,6 +3,7 @@ package io.scr.core.hdfs;
 import io.scr.cache.Ticker;
 import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.MappingBudget;
 import java.io.IOException;
 import java.net.URI;
@@ -28,14 +29,14 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * <p>{@link #open(Path, int)} returns a real {@code HdfsDataInputStream} wrapping a {@code
  * DFSInputStream} subclass, so code that checks {@code instanceof HdfsDataInputStream} or {@code
  * CanUnbuffer} (HBase) and reads {@code getReadStatistics()} sees short-circuit bytes as it does
- * with stock short-circuit reads. Local blocks are served through the shared {@link ScrClient}, the
+ * with stock short-circuit reads. Local blocks are served through the shared {@link Engine}, the
  * block a writer still has open up to the stream's visible length (measured from the local
  * DataNode's memory where it has the scr shim, {@link LocalVisibleLength}); remote replicas,
  * erasure-coded files and any short-circuit failure take the stock code path. Everything other than
  * opening files for read is the stock file system.
  *
- * <p>Owns one reference to the {@link ScrClient} of its client context, taken in {@link
- * #initialize} and given back in {@link #close()}.
+ * <p>Owns one reference to the {@link Engine} of its client context, taken in {@link #initialize}
+ * and given back in {@link #close()}.
  *
  * <p>Thread-safety: as {@link DistributedFileSystem}; streams are as thread-safe as stock ones
  * (concurrent positional reads are supported).
@@ -44,7 +45,8 @@ public class ScrFileSystem extends DistributedFileSystem {
   private static final org.slf4j.Logger LOG =
       org.slf4j.LoggerFactory.getLogger(ScrFileSystem.class);
 
-  private volatile ScrClient scr;
+  private volatile Engine scr;
+  private volatile ScrClient handle;
   private volatile boolean verifyChecksum = true;
   private DFSOpsCountStatistics opsCount;
   private volatile MappingBudget mappingBudget;
@@ -58,7 +60,8 @@ public class ScrFileSystem extends DistributedFileSystem {
     opsCount = ops instanceof DFSOpsCountStatistics ? (DFSOpsCountStatistics) ops : null;
     mappingBudget = mappingBudget(conf);
     prefetchMaxBlocks = Math.max(0, ScrKeys.PREFETCH_MAX_BLOCKS.get(conf::get));
-    scr = ScrClient.acquire(conf);
+    scr = Engine.acquire(conf);
+    handle = ScrClient.acquire(conf); // the same context: a second reference to scr
     visibleLengths =
         new VisibleLengthRpc(
             getConf(),
@@ -74,7 +77,7 @@ public class ScrFileSystem extends DistributedFileSystem {
   }
 
   /** The budget of block-file mappings this file system's streams read zero-copy from. */
-  public MappingBudget zeroCopyMappingBudget() {
+  MappingBudget zeroCopyMappingBudget() {
     return mappingBudget;
   }
 
@@ -106,9 +109,21 @@ public class ScrFileSystem extends DistributedFileSystem {
   private static final java.util.concurrent.atomic.AtomicBoolean STOCK_SHORT_CIRCUIT_OFF_LOGGED =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  /** The short-circuit engine this file system's streams use. */
+  /**
+   * A handle on the short-circuit engine this file system's streams use (its figures, leases), held
+   * by the file system: it closes with the file system, and closing it earlier is harmless.
+   */
   public ScrClient scrClient() {
-    ScrClient client = scr;
+    ScrClient client = handle;
+    if (client == null) {
+      throw new IllegalStateException("ScrFileSystem is not initialized or already closed");
+    }
+    return client;
+  }
+
+  /** The engine itself, for this package's streams. */
+  Engine engine() {
+    Engine client = scr;
     if (client == null) {
       throw new IllegalStateException("ScrFileSystem is not initialized or already closed");
     }
@@ -145,7 +160,7 @@ public class ScrFileSystem extends DistributedFileSystem {
     DFSClient client = getClient();
     ScrDfsInputStreamBase.checkOpen(client);
     String src = ScrDfsInputStreamBase.pathName(this, p);
-    ScrClient engine = scrClient();
+    Engine engine = engine();
     LocatedBlocks blocks = client.getLocatedBlocks(src, 0);
     if (blocks == null) {
       throw new IOException("Cannot open filename " + src);
@@ -181,8 +196,13 @@ public class ScrFileSystem extends DistributedFileSystem {
     try {
       super.close();
     } finally {
-      ScrClient client = scr;
+      Engine client = scr;
       scr = null;
+      ScrClient h = handle;
+      handle = null;
+      if (h != null) {
+        h.close();
+      }
       VisibleLengthRpc lengths = visibleLengths;
       if (lengths != null) {
         lengths.close();

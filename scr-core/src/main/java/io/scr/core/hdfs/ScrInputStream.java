@@ -3,7 +3,7 @@ package io.scr.core.hdfs;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.MappingBudget;
 import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.read.TailNotReadyException;
@@ -76,7 +76,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Resources.</b> Holds no fds or sockets between reads, apart from the leases of zero-copy
  * buffers not yet released: each other lease is closed before the read returns, and the cached
- * replicas belong to the {@link ScrClient}. {@link #unbuffer()} therefore releases only the stock
+ * replicas belong to the {@link Engine}. {@link #unbuffer()} therefore releases only the stock
  * block reader and its socket, keeping the engine's cached fds. {@link #close()} gives back the
  * leases of buffers the caller never released (logging them, as stock does): a released replica's
  * mapping then reads as zeros rather than faulting.
@@ -88,7 +88,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   /** How long a block whose short-circuit read failed goes the stock way before it is retried. */
   static final long DEMOTION_MILLIS = 1000;
 
-  private final ScrClient scr;
+  private final Engine scr;
 
   /** Where every short-circuit read of this stream leases its replica. */
   private final ReplicaSource source;
@@ -121,7 +121,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       String src,
       boolean verifyChecksum,
       LocatedBlocks locatedBlocks,
-      ScrClient scr,
+      Engine scr,
       Ticker ticker,
       MappingBudget mappingBudget,
       VisibleLengthRpc visibleLengths,

@@ -1,8 +1,8 @@
 package io.scr.core.hdfs;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
 import io.scr.core.ScrKeys;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.TailSnapshot;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
@@ -33,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * sockets ({@code scr.client.socket.paths}, else {@code dfs.domain.socket.path}; a {@code _PORT}
  * template is matched against the socket files in its directory, one per local DataNode), skipping
  * those backing off, the one that last served this block or file first, until one serves the block
- * ({@link ScrClient#leaseFromLocalDataNode}). With one DataNode per host there is one path and no
+ * ({@link Engine#leaseFromLocalDataNode}). With one DataNode per host there is one path and no
  * search. With several, a DataNode without the block answers ERROR: one round trip, counted as a
  * misdirected request, no backoff; the file hint keeps that to about one per file and DataNode.
  *
@@ -50,15 +50,15 @@ import org.slf4j.LoggerFactory;
  * the token.
  *
  * <p><b>Engine lifetime.</b> Stock instantiates a builder per block read, so the engine ({@link
- * ScrClient}) is held per client context for the life of the JVM, like stock's {@code
- * ClientContext}; {@link #releaseAll()} closes it (for tests and containers that reload).
+ * Engine}) is held per client context for the life of the JVM, like stock's {@code ClientContext};
+ * {@link #releaseAll()} closes it (for tests and containers that reload).
  *
  * <p>Not thread-safe (stock uses each builder once, on one thread); the accessor it builds is used
  * by one block reader.
  */
 public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   private static final Logger LOG = LoggerFactory.getLogger(ScrReplicaAccessorBuilder.class);
-  private static final ConcurrentHashMap<String, ScrClient> CLIENTS = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<String, Engine> CLIENTS = new ConcurrentHashMap<>();
 
   /** The last configuration seen and its engine (null: scr disabled there). */
   private static volatile ConfEngine lastConf;
@@ -132,7 +132,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     if (conf == null || blockPoolId == null) {
       return null;
     }
-    ScrClient client = enabledClient(conf);
+    Engine client = enabledClient(conf);
     if (client == null) {
       return null;
     }
@@ -167,7 +167,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * read). Otherwise null: a stock DataNode's answer would take a TCP round trip, and the stock
    * reader reads the block.
    */
-  private ReplicaAccessor buildForOpenFile(ScrClient client, ExtendedBlock block) {
+  private ReplicaAccessor buildForOpenFile(Engine client, ExtendedBlock block) {
     try {
       Token<BlockTokenIdentifier> t = decodeToken(token);
       for (String path : client.localSocketPaths()) {
@@ -202,7 +202,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   }
 
   /** The accessor for a finalized replica, unless it is shorter than the read (then null). */
-  private ReplicaAccessor accessor(ScrClient client, ExtendedBlock block, ReplicaLease lease) {
+  private ReplicaAccessor accessor(Engine client, ExtendedBlock block, ReplicaLease lease) {
     if (visibleLength > lease.length()) {
       // The DataNode's replica is shorter than what the reader may read: let stock handle it.
       lease.close();
@@ -224,30 +224,30 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * read with the same {@code Configuration} object (its DFSClient's), so the answer is kept for
    * the last one seen: reading three keys per read would cost more than the read.
    */
-  private static ScrClient enabledClient(Configuration conf) {
+  private static Engine enabledClient(Configuration conf) {
     ConfEngine last = lastConf;
     if (last != null && last.conf == conf) {
       return last.client;
     }
-    ScrClient client = ScrKeys.CLIENT_ENABLED.get(conf::get) ? client(conf) : null;
+    Engine client = ScrKeys.CLIENT_ENABLED.get(conf::get) ? client(conf) : null;
     lastConf = new ConfEngine(conf, client);
     return client;
   }
 
-  private static ScrClient client(Configuration conf) {
+  private static Engine client(Configuration conf) {
     String context = ScrKeys.CLIENT_CONTEXT.get(conf::get);
     if (context == null || context.isEmpty()) {
       context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf::get);
     }
-    ScrClient c = CLIENTS.get(context);
+    Engine c = CLIENTS.get(context);
     if (c != null) {
       return c;
     }
-    return CLIENTS.computeIfAbsent(context, k -> ScrClient.acquire(conf));
+    return CLIENTS.computeIfAbsent(context, k -> Engine.acquire(conf));
   }
 
   /** The engine this builder uses for {@code conf}'s context (acquired on first use). */
-  public static ScrClient engine(Configuration conf) {
+  public static Engine engine(Configuration conf) {
     return client(conf);
   }
 
@@ -258,7 +258,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   public static void releaseAll() {
     lastConf = null;
     for (String context : CLIENTS.keySet()) {
-      ScrClient c = CLIENTS.remove(context);
+      Engine c = CLIENTS.remove(context);
       if (c != null) {
         c.close();
       }
@@ -268,9 +268,9 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   /** A configuration object and the engine it resolved to. Immutable. */
   private static final class ConfEngine {
     final Configuration conf;
-    final ScrClient client;
+    final Engine client;
 
-    ConfEngine(Configuration conf, ScrClient client) {
+    ConfEngine(Configuration conf, Engine client) {
       this.conf = conf;
       this.client = client;
     }
@@ -284,12 +284,12 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * holds (the builder is not told which DataNode stock chose, and stock asks the accessor for
    * remote DataNodes too), so a good replica would be reported, and each retry would get the same
    * corrupt cached replica until the read failed. Instead the engine drops and avoids that replica
-   * ({@link ScrClient#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves
-   * to another location, for which the builder serves another replica or none (stock reads it, and
+   * ({@link Engine#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves to
+   * another location, for which the builder serves another replica or none (stock reads it, and
    * reports a corrupt replica it reads itself against the right DataNode).
    */
   private static final class Accessor extends ReplicaAccessor {
-    private final ScrClient client;
+    private final Engine client;
     private final ExtendedBlock block;
     private final ReplicaLease lease;
     private final boolean verifyChecksum;
@@ -304,7 +304,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     private final long readEnd;
 
     Accessor(
-        ScrClient client,
+        Engine client,
         ExtendedBlock block,
         Token<BlockTokenIdentifier> token,
         ReplicaLease lease,

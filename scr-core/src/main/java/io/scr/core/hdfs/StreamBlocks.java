@@ -2,7 +2,7 @@ package io.scr.core.hdfs;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.Ticker;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import java.io.IOException;
 import java.util.IdentityHashMap;
 import java.util.Map;
@@ -40,7 +40,7 @@ final class StreamBlocks {
   }
 
   private final Stock stock;
-  private final ScrClient scr;
+  private final Engine scr;
   private final Ticker ticker;
   private final Object tableLock = new Object();
 
@@ -57,7 +57,7 @@ final class StreamBlocks {
    */
   volatile BlockTable table = BlockTable.EMPTY;
 
-  StreamBlocks(Stock stock, ScrClient scr, Ticker ticker) {
+  StreamBlocks(Stock stock, Engine scr, Ticker ticker) {
     this.stock = stock;
     this.scr = scr;
     this.ticker = ticker;

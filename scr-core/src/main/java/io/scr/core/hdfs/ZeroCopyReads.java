@@ -3,6 +3,7 @@ package io.scr.core.hdfs;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.core.ReplicaLease;
 import io.scr.core.internal.read.MappingBudget;
+import io.scr.core.internal.replica.ReplicaSource;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.IdentityHashMap;
@@ -95,7 +96,7 @@ final class ZeroCopyReads {
       if (length <= 0) {
         return fallback(NoZeroCopy.FAILED); // the replica is shorter than the NameNode says
       }
-      view = lease.mapped(blockOffset, (int) length, mappingBudget);
+      view = ReplicaSource.mapped(lease, blockOffset, (int) length, mappingBudget);
       if (view == null) {
         return fallback(NoZeroCopy.NOT_MAPPED);
       }

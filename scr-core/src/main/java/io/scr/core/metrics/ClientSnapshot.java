@@ -2,6 +2,8 @@ package io.scr.core.metrics;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.FallbackReason;
+import io.scr.core.counters.ClientCounters;
+import io.scr.core.counters.PathCounters;
 import io.scr.core.internal.health.HealthState;
 import io.scr.core.internal.health.PathHealth;
 import io.scr.core.internal.net.PathBackoff;
@@ -307,7 +309,7 @@ public final class ClientSnapshot {
    */
   public ClientCounters.Latency replicaOpenPhase(ClientCounters.OpenPhase phase) {
     ClientCounters.Latency l = openPhases.get(phase);
-    return l != null ? l : new ClientCounters.Latency(0, 0, 0, 0);
+    return l != null ? l : ClientCounters.Latency.NONE;
   }
 
   /** Fds the process holds, or -1 if unknown. */
@@ -425,7 +427,7 @@ public final class ClientSnapshot {
     long orphanedReads;
     long orphanedBytes;
     int orphanedReplicas;
-    ClientCounters.Latency replicaOpen = new ClientCounters.Latency(0, 0, 0, 0);
+    ClientCounters.Latency replicaOpen = ClientCounters.Latency.NONE;
     EnumMap<ClientCounters.OpenPhase, ClientCounters.Latency> openPhases =
         new EnumMap<>(ClientCounters.OpenPhase.class);
     long processOpenFds = -1;

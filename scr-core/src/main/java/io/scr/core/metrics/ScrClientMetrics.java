@@ -4,6 +4,8 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.RemovalCause;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
+import io.scr.core.counters.ClientCounters;
+import io.scr.core.counters.PathCounters;
 import io.scr.core.internal.health.HealthState;
 import io.scr.core.internal.health.PathHealth;
 import io.scr.core.internal.net.DomainSocketPool;

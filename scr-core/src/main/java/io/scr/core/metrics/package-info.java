@@ -1,6 +1,6 @@
 /**
  * Observability of the scr client: the hot-path counters the data plane bumps ({@link
- * io.scr.core.metrics.ClientCounters}, {@link io.scr.core.metrics.PathCounters}: LongAdder
+ * io.scr.core.counters.ClientCounters}, {@link io.scr.core.counters.PathCounters}: LongAdder
  * increments only), the Hadoop metrics2 source that publishes them with the cache, slot-pool,
  * socket-pool and backoff state of one client context ({@link
  * io.scr.core.metrics.ScrClientMetrics}, so JMX and every configured sink see them), and the

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -60,7 +60,7 @@ class CorruptReplicaReportTest {
           .buildExtension();
 
   private FileSystem fs;
-  private ScrClient engine;
+  private Engine engine;
 
   @BeforeEach
   void openFileSystem() {
@@ -73,7 +73,7 @@ class CorruptReplicaReportTest {
                   c.setBoolean("fs.hdfs.impl.disable.cache", true);
                   context(c, context);
                 });
-    engine = ((ScrFileSystem) fs).scrClient();
+    engine = ((ScrFileSystem) fs).engine();
   }
 
   @AfterEach
@@ -182,7 +182,7 @@ class CorruptReplicaReportTest {
     try {
       Configuration conf = DFS.dfs().clientConf();
       context(conf, context);
-      ScrClient accessorEngine = ScrReplicaAccessorBuilder.engine(conf);
+      Engine accessorEngine = ScrReplicaAccessorBuilder.engine(conf);
       corrupt(lb.getBlock(), 0);
       String path = DFS.dfs().socketPath(0);
       ReplicaLease lease = accessorEngine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.shm.SlotPoolStats;
@@ -59,7 +59,7 @@ class ExtensionFallbackStockScrTest {
     c.setInt("scr.cache.capacity", CAPACITY);
     try (LogCapture dataNodeErrors =
             LogCapture.of("org.apache.hadoop.hdfs.server.datanode", Level.ERROR);
-        ScrClient client = ScrClient.acquire(c)) {
+        Engine client = Engine.acquire(c)) {
       long released = leaseAllThenRelease(client, "/ext/a");
       released += leaseAllThenRelease(client, "/ext/b");
       ClientSnapshot s = client.metricsSnapshot();
@@ -89,7 +89,7 @@ class ExtensionFallbackStockScrTest {
    * {@value #CAPACITY}) evicts the rest and their slots are released. Returns the slots released
    * once the pool has told the DataNode of all of them.
    */
-  private static long leaseAllThenRelease(ScrClient client, String file) throws Exception {
+  private static long leaseAllThenRelease(Engine client, String file) throws Exception {
     List<LocatedBlock> blocks =
         DFS.dfs()
             .fileSystem()
@@ -121,7 +121,7 @@ class ExtensionFallbackStockScrTest {
     return released(client) - before;
   }
 
-  private static long released(ScrClient client) {
+  private static long released(Engine client) {
     long n = 0;
     for (SlotPoolStats s : client.slotPoolStats()) {
       n += s.releases();
@@ -129,7 +129,7 @@ class ExtensionFallbackStockScrTest {
     return n;
   }
 
-  private static long inUse(ScrClient client) {
+  private static long inUse(Engine client) {
     long n = 0;
     for (SlotPoolStats s : client.slotPoolStats()) {
       n += s.slotsInUse();
@@ -137,7 +137,7 @@ class ExtensionFallbackStockScrTest {
     return n;
   }
 
-  private static long pending(ScrClient client) {
+  private static long pending(Engine client) {
     long n = 0;
     for (SlotPoolStats s : client.slotPoolStats()) {
       n += s.slotsPendingRelease();

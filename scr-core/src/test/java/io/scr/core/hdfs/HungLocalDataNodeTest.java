@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.FallbackReason;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.health.FakeDataNodeSocket;
 import io.scr.core.internal.health.HealthState;
 import io.scr.testing.DataNodeMode;
@@ -127,14 +127,14 @@ class HungLocalDataNodeTest {
     throw new AssertionError("no DataNode has socket " + socketPath);
   }
 
-  private static long suspectTransitions(ScrClient engine, String socket) {
+  private static long suspectTransitions(Engine engine, String socket) {
     return engine.dataNodeHealth().snapshot().stream()
         .filter(st -> st.path().equals(socket))
         .mapToLong(st -> st.transitionsTo(HealthState.SUSPECT))
         .sum();
   }
 
-  private static void awaitHealthy(ScrClient client, String path) throws InterruptedException {
+  private static void awaitHealthy(Engine client, String path) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (client.dataNodeHealth().state(path) != HealthState.HEALTHY) {
       if (System.nanoTime() - deadline > 0) {
@@ -148,7 +148,7 @@ class HungLocalDataNodeTest {
   void firstReadsGoToTheOtherReplicaWhileOpenReplicasKeepReadingShortCircuit() throws Exception {
     byte[] data = DFS.dfs().writeRandomFile("/hung/a", BLOCKS * BLOCK, 31);
     ScrFileSystem fs = fileSystem("hung-dn");
-    ScrClient engine = fs.scrClient();
+    Engine engine = fs.engine();
     try (FSDataInputStream in = fs.open(new org.apache.hadoop.fs.Path("/hung/a"))) {
       ScrInputStream s = scr(in);
       // The blocks the stream reads through one DataNode's socket: at least 5 of 9 on one.
@@ -250,7 +250,7 @@ class HungLocalDataNodeTest {
               .getLastLocatedBlock()
               .getBlock()
               .getBlockPoolId();
-      ScrClient engine = fs.scrClient();
+      Engine engine = fs.engine();
       long suspectBefore = suspectTransitions(engine, socket);
       List<Long> tookMs = new ArrayList<>();
       try (HeldDatasetLock held = new HeldDatasetLock(hungDataNode, blockPool)) {
@@ -286,7 +286,7 @@ class HungLocalDataNodeTest {
       }
     } finally {
       if (socket != null) {
-        awaitHealthy(fs.scrClient(), socket);
+        awaitHealthy(fs.engine(), socket);
       }
       fs.close();
     }
@@ -309,7 +309,7 @@ class HungLocalDataNodeTest {
             .getLocatedBlocks()
             .get(0);
     ExtendedBlock block = lb.getBlock();
-    ScrClient engine = ScrReplicaAccessorBuilder.engine(conf);
+    Engine engine = ScrReplicaAccessorBuilder.engine(conf);
     List<String> sockets = engine.localSocketPaths();
     assertEquals(2, sockets.size());
     List<HungSocket> hung = new ArrayList<>();

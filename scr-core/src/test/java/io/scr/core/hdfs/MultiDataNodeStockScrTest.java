@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -37,7 +37,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Mode A with two stock DataNodes on one host, replication 1, so every block lives on exactly one
- * of them: each DataNode has its own socket ({@code dn._PORT.sock}), {@link ScrClient} resolves the
+ * of them: each DataNode has its own socket ({@code dn._PORT.sock}), {@link Engine} resolves the
  * right one when it knows the DataNode, and the replica accessor, which is told only the block,
  * finds the holder with at most one refused request per file.
  */
@@ -116,7 +116,7 @@ class MultiDataNodeStockScrTest {
 
   @Test
   void eachDataNodeHasItsOwnSocketAndBothServeTheirBlocks() throws Exception {
-    ScrClient client = ScrClient.acquire(conf("multi-known-dn"));
+    Engine client = Engine.acquire(conf("multi-known-dn"));
     try {
       List<String> seen = new ArrayList<>();
       int[] onEach = new int[2];
@@ -171,7 +171,7 @@ class MultiDataNodeStockScrTest {
                   c.set("scr.client.context", context);
                   c.setInt("scr.metrics.summary.interval.seconds", 0);
                 });
-    ScrClient engine = ScrReplicaAccessorBuilder.engine(conf(context));
+    Engine engine = ScrReplicaAccessorBuilder.engine(conf(context));
     List<String> order = engine.localSocketPaths();
     assertEquals(2, order.size(), "both DataNodes' sockets are found from the _PORT template");
     int expectedPinned = 0;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.ShortCircuitExchanges;
 import io.scr.core.internal.net.ShortCircuitRefusedException;
@@ -148,7 +148,7 @@ class RemoteBlockStockScrTest {
     assertTrue(
         asked <= BLOCKS, "DataNode 0 asked " + asked + " times for " + BLOCKS + " remote blocks");
     assertEquals(0, fdRequests(1) - dn1Before, "scr was not given DataNode 1's socket");
-    ScrClient engine = ScrReplicaAccessorBuilder.engine(fs.getConf());
+    Engine engine = ScrReplicaAccessorBuilder.engine(fs.getConf());
     ClientSnapshot s = engine.metricsSnapshot();
     assertEquals(asked, s.absentReplicasRemembered(), "each refusal remembered");
     assertTrue(
@@ -180,7 +180,7 @@ class RemoteBlockStockScrTest {
     assertTrue(
         asked <= BLOCKS,
         "DataNode 0 asked " + asked + " times for " + BLOCKS + " remote blocks over 10 streams");
-    try (ScrClient engine = ScrClient.acquire(fs.getConf())) {
+    try (Engine engine = Engine.acquire(fs.getConf())) {
       assertTrue(engine.absentReplicas().avoidedCount() > 0, "later streams asked nobody");
     }
   }

@@ -17,7 +17,7 @@ import static org.mockito.Mockito.when;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.replica.AbsentReplicas;
 import io.scr.core.internal.replica.ReplicaSource;
@@ -97,7 +97,7 @@ class ScrFileSystemTest {
       long total = data.length + BLOCK;
       assertEquals(
           total, ((HdfsDataInputStream) in).getReadStatistics().getTotalShortCircuitBytesRead());
-      assertTrue(fs.scrClient().cacheStats().toString().length() > 0);
+      assertTrue(fs.engine().cacheStats().toString().length() > 0);
     }
   }
 
@@ -152,7 +152,7 @@ class ScrFileSystemTest {
       assertTrue(stream.counters().fallbacks() >= 1, "fallbacks " + stream.counters().fallbacks());
       assertTrue(stream.counters().stockReads() >= 3);
       assertTrue(
-          fs.scrClient().fallbackCount(FallbackReason.CONNECT_FAILED) >= 1,
+          fs.engine().fallbackCount(FallbackReason.CONNECT_FAILED) >= 1,
           "connect failures counted");
     }
   }
@@ -160,7 +160,7 @@ class ScrFileSystemTest {
   @Test
   void nonLocalReplicaIsReadByStockWithoutAskingForALease() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/remote", BLOCK + 7, 4);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     when(scr.unreachableReason(any(DatanodeInfo.class))).thenReturn(FallbackReason.NOT_LOCAL);
     try (ScrInputStream in = open("/fs/remote", scr)) {
       byte[] all = new byte[data.length];
@@ -183,7 +183,7 @@ class ScrFileSystemTest {
   @Test
   void checksumFailureGoesStockOncePerBlockAndIsCounted() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/corrupt", 2 * BLOCK, 5);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     ReplicaLease lease = mock(ReplicaLease.class);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(streamLease(scr.replicaSource())).thenReturn(lease);
@@ -206,7 +206,7 @@ class ScrFileSystemTest {
   @Test
   void expiredTokenRefetchesLocationsAndReadsStock() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/token", BLOCK, 6);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/nowhere");
     when(streamLease(scr.replicaSource())).thenThrow(new InvalidToken("injected")).thenReturn(null);
     try (ScrInputStream in = open("/fs/token", scr)) {
@@ -230,7 +230,7 @@ class ScrFileSystemTest {
   @Test
   void aBackoffWhileTheTableIsBuiltLastsOnlyAsLongAsTheBackoff() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/backoff", BLOCK, 7);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(scr.isBackingOff("/dn.sock")).thenReturn(true, false);
@@ -251,7 +251,7 @@ class ScrFileSystemTest {
   @Test
   void aFailedBlockIsRetriedAfterTheDemotionWindow() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/demoted", BLOCK, 8);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new IOException("injected"))
@@ -285,7 +285,7 @@ class ScrFileSystemTest {
   @Test
   void theReadersOwnInterruptIsRethrownAndDemotesNothing() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/interrupted", BLOCK, 9);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new ClosedByInterruptException())
@@ -315,7 +315,7 @@ class ScrFileSystemTest {
   @Test
   void aChannelClosedUnderTheReadIsLeasedAgain() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/closed-under", BLOCK, 10);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     ReplicaLease lease = servingLease(data);
     when(lease.read(anyLong(), any(ByteBuffer.class), anyBoolean()))
         .thenThrow(new AsynchronousCloseException())
@@ -340,7 +340,7 @@ class ScrFileSystemTest {
   @Test
   void aReplicaRememberedAbsentIsAskedPerReadNotDemoted() throws IOException {
     byte[] data = DFS.dfs().writeRandomFile("/fs/absent", BLOCK, 11);
-    ScrClient scr = mockScr();
+    Engine scr = mockScr();
     when(scr.socketPathOf(any(DatanodeInfo.class))).thenReturn("/dn.sock");
     when(streamLease(scr.replicaSource())).thenReturn(null);
     DFSClient client = DFS.dfs().fileSystem().getClient();
@@ -359,8 +359,8 @@ class ScrFileSystemTest {
   }
 
   /** A mocked engine with a real (empty) absent-replica memory. */
-  private static ScrClient mockScr() {
-    ScrClient scr = mock(ScrClient.class);
+  private static Engine mockScr() {
+    Engine scr = mock(Engine.class);
     ReplicaSource source = mock(ReplicaSource.class);
     when(scr.replicaSource()).thenReturn(source);
     when(source.readContext()).thenAnswer(call -> new ReadContext(4096));
@@ -390,7 +390,7 @@ class ScrFileSystemTest {
     };
   }
 
-  private static ScrInputStream open(String src, ScrClient scr, Ticker ticker) throws IOException {
+  private static ScrInputStream open(String src, Engine scr, Ticker ticker) throws IOException {
     DFSClient client = DFS.dfs().fileSystem().getClient();
     return new ScrInputStream(
         client,
@@ -418,7 +418,7 @@ class ScrFileSystemTest {
         org.mockito.ArgumentMatchers.eq(false));
   }
 
-  private static ScrInputStream open(String src, ScrClient scr) throws IOException {
+  private static ScrInputStream open(String src, Engine scr) throws IOException {
     DFSClient client = DFS.dfs().fileSystem().getClient();
     return open(src, scr, Ticker.systemTicker());
   }

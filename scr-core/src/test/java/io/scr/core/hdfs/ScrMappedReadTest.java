@@ -109,7 +109,7 @@ class ScrMappedReadTest {
     for (boolean verify : new boolean[] {true, false}) {
       ScrFileSystem fs = fileSystem("mapped-on-" + verify, true);
       fs.setVerifyChecksum(verify);
-      MappedReads policy = fs.scrClient().mappedReads();
+      MappedReads policy = fs.engine().mappedReads();
       try (FSDataInputStream in = fs.open(new Path(file))) {
         readAndCheck(in, data, new Random(verify ? 2 : 3));
         assertEquals(0, unwrap(in).counters().fallbacks(), "every read was scr's");
@@ -118,8 +118,8 @@ class ScrMappedReadTest {
       assertEquals(0, policy.fallbacks());
       assertEquals(4, policy.budget().mappings(), "each of the 4 block files mapped once");
       assertEquals(4, mappedBlockFiles(fs, file), "the process maps the 4 block files");
-      assertEquals(policy.reads(), fs.scrClient().metricsSnapshot().mappedReads());
-      assertEquals(4, fs.scrClient().metricsSnapshot().mappedReadMappings());
+      assertEquals(policy.reads(), fs.engine().metricsSnapshot().mappedReads());
+      assertEquals(4, fs.engine().metricsSnapshot().mappedReadMappings());
       fs.close();
       assertEquals(0, policy.budget().mappings(), "closing the engine gave the mappings back");
     }
@@ -130,11 +130,11 @@ class ScrMappedReadTest {
     String file = "/mapped/off";
     byte[] data = DFS.dfs().writeRandomFile(file, 2 * BLOCK + 99, 4);
     ScrFileSystem fs = fileSystem("mapped-off", false);
-    assertNull(fs.scrClient().mappedReads(), "off by default");
+    assertNull(fs.engine().mappedReads(), "off by default");
     try (FSDataInputStream in = fs.open(new Path(file))) {
       readAndCheck(in, data, new Random(5));
       assertEquals(0, mappedBlockFiles(fs, file), "no block file mapped");
-      assertEquals(0, fs.scrClient().metricsSnapshot().mappedReads());
+      assertEquals(0, fs.engine().metricsSnapshot().mappedReads());
     }
   }
 
@@ -144,7 +144,7 @@ class ScrMappedReadTest {
     DFS.dfs().writeRandomFile(file, BLOCK, 6);
     ScrFileSystem fs = fileSystem("mapped-corrupt", true);
     ExtendedBlock block = fs.getClient().getLocatedBlocks(file, 0).get(0).getBlock();
-    MappedReads policy = fs.scrClient().mappedReads();
+    MappedReads policy = fs.engine().mappedReads();
     try (FSDataInputStream in = fs.open(new Path(file))) {
       byte[] buf = new byte[4096];
       in.readFully(0, buf);
@@ -157,7 +157,7 @@ class ScrMappedReadTest {
       assertEquals(
           1, unwrap(in).counters().checksumFallbacks(), "a checksum failure on scr's path");
       assertEquals(before + 1, policy.reads(), "found in the bytes copied from the mapping");
-      assertEquals(1, fs.scrClient().metricsSnapshot().checksumFailures());
+      assertEquals(1, fs.engine().metricsSnapshot().checksumFailures());
     }
   }
 }

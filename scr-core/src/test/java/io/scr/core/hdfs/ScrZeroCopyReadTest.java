@@ -63,7 +63,7 @@ class ScrZeroCopyReadTest {
 
   /** Cached replicas with at least one lease open. */
   private static int leased(ScrFileSystem fs) {
-    return fs.scrClient().cacheStats().leasedEntryCount();
+    return fs.engine().cacheStats().leasedEntryCount();
   }
 
   private static byte[] bytes(ByteBuffer b) {

@@ -62,7 +62,7 @@ class SlotPoolOnDemandStockScrTest {
       // Not a speed goal: a liveness bound a thousand times the expected few milliseconds, and
       // far below the exchange timeout the old code waited out.
       assertTrue(tookMs < TIMEOUT_MS / 2, "the first read took " + tookMs + " ms");
-      List<SlotPoolStats> pools = fs.scrClient().slotPoolStats();
+      List<SlotPoolStats> pools = fs.engine().slotPoolStats();
       assertEquals(1, pools.size(), pools.toString());
       assertEquals(1, pools.get(0).allocations(), "the replica was opened with a slot: " + pools);
       assertEquals(1, pools.get(0).segmentFetches(), "fetched on demand: " + pools);

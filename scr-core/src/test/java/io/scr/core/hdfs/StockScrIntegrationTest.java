@@ -11,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -43,9 +43,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Mode A: scr client against a stock DataNode with libhadoop. Reads through {@link ScrClient}
- * directly and through the replica accessor of a stock {@link DistributedFileSystem}, compared byte
- * for byte with the written data.
+ * Mode A: scr client against a stock DataNode with libhadoop. Reads through {@link Engine} directly
+ * and through the replica accessor of a stock {@link DistributedFileSystem}, compared byte for byte
+ * with the written data.
  */
 class StockScrIntegrationTest {
   private static final int BLOCK = 1 << 20;
@@ -87,7 +87,7 @@ class StockScrIntegrationTest {
   void leasesReadByteIdenticalAtRandomOffsetsAcrossChunksAndBlocks() throws Exception {
     DistributedFileSystem fs = DFS.dfs().fileSystem();
     ResourceSnapshot before = ResourceSnapshot.take();
-    ScrClient client = ScrClient.acquire(scrConf("lease-test"));
+    Engine client = Engine.acquire(scrConf("lease-test"));
     try {
       Random rnd = new Random(7);
       List<LocatedBlock> blocks = blocks(fs);
@@ -125,7 +125,7 @@ class StockScrIntegrationTest {
       client.close();
     }
     List<String> leaks = JvmSingletons.withoutFdListing(before.leakedSince(Duration.ofSeconds(10)));
-    assertTrue(leaks.isEmpty(), "ScrClient.close() left " + leaks);
+    assertTrue(leaks.isEmpty(), "Engine.close() left " + leaks);
   }
 
   private static long pickOffset(Random rnd, long length) {
@@ -205,7 +205,7 @@ class StockScrIntegrationTest {
         "scr.client.socket.paths", DFS.dfs().socketDir().resolve("nobody._PORT.sock").toString());
     DistributedFileSystem fs = DFS.dfs().fileSystem();
     LocatedBlock lb = blocks(fs).get(0);
-    ScrClient client = ScrClient.acquire(conf);
+    Engine client = Engine.acquire(conf);
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
       assertNotNull(path, "first attempt is not backing off yet");
@@ -247,8 +247,8 @@ class StockScrIntegrationTest {
   void aReusedLeaseIsOneObjectWithTheLeaseContractForEachRead() throws Exception {
     DistributedFileSystem fs = DFS.dfs().fileSystem();
     List<LocatedBlock> blocks = blocks(fs);
-    ScrClient client = ScrClient.acquire(scrConf("reuse-test"));
-    ScrClient other = ScrClient.acquire(scrConf("reuse-test-other"));
+    Engine client = Engine.acquire(scrConf("reuse-test"));
+    Engine other = Engine.acquire(scrConf("reuse-test-other"));
     try {
       String path = client.socketPathFor(blocks.get(0).getLocations()[0]);
       ReplicaLease spare =
@@ -307,7 +307,7 @@ class StockScrIntegrationTest {
     File blockFile = DFS.dfs().cluster().getBlockFile(0, lb.getBlock());
     assertNotNull(blockFile);
     String context = "stale-test";
-    ScrClient client = ScrClient.acquire(scrConf(context));
+    Engine client = Engine.acquire(scrConf(context));
     ReplicaLease held = null;
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
@@ -365,7 +365,7 @@ class StockScrIntegrationTest {
   void anInterruptedReadersReadCompletesAndTheReplicaStaysCached() throws Exception {
     DistributedFileSystem fs = DFS.dfs().fileSystem();
     LocatedBlock lb = blocks(fs).get(1);
-    ScrClient client = ScrClient.acquire(scrConf("interrupt-test"));
+    Engine client = Engine.acquire(scrConf("interrupt-test"));
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
       int start = (int) lb.getStartOffset();
@@ -405,7 +405,7 @@ class StockScrIntegrationTest {
   void aReaderInterruptedAtANewEnginesFirstReadLeavesSharedMemoryOn() throws Exception {
     DistributedFileSystem fs = DFS.dfs().fileSystem();
     List<LocatedBlock> blocks = blocks(fs);
-    ScrClient client = ScrClient.acquire(scrConf("first-read-interrupt-test"));
+    Engine client = Engine.acquire(scrConf("first-read-interrupt-test"));
     try {
       LocatedBlock first = blocks.get(0);
       String path = client.socketPathFor(first.getLocations()[0]);

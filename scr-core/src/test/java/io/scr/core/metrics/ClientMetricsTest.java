@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shm.ShmSupport;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -84,7 +84,7 @@ class ClientMetricsTest {
   @Test
   void countersFollowAScriptedWorkload() throws Exception {
     String context = "metrics-workload";
-    ScrClient client = ScrClient.acquire(conf(context));
+    Engine client = Engine.acquire(conf(context));
     String missing = DFS.dfs().socketDir().resolve("missing.sock").toString();
     String socket = DFS.dfs().socketPath(0);
     try {
@@ -218,7 +218,7 @@ class ClientMetricsTest {
             .isEmpty(),
         "the last close unregisters the source");
     // The name is free again for a new engine of the same context.
-    ScrClient again = ScrClient.acquire(conf(context));
+    Engine again = Engine.acquire(conf(context));
     try {
       assertFalse(
           mbs.queryNames(new ObjectName("Hadoop:service=*,name=ScrClient-" + context), null)
@@ -232,7 +232,7 @@ class ClientMetricsTest {
   @Test
   void summaryLineReportsEachInterval() throws Exception {
     String context = "metrics-summary";
-    ScrClient client = ScrClient.acquire(conf(context));
+    Engine client = Engine.acquire(conf(context));
     String socket = DFS.dfs().socketPath(0);
     String missing = DFS.dfs().socketDir().resolve("absent.sock").toString();
     try {
@@ -294,14 +294,14 @@ class ClientMetricsTest {
   void summaryIsOnByDefaultAndOffAtZero() throws Exception {
     Configuration on = conf("summary-on");
     on.unset("scr.metrics.summary.interval.seconds");
-    ScrClient client = ScrClient.acquire(on);
+    Engine client = Engine.acquire(on);
     try {
       assertTrue(summaryThreadAlive("summary-on"), "default interval 60 s starts a reporter");
     } finally {
       client.close();
     }
     assertFalse(summaryThreadAlive("summary-on"), "close stops it");
-    ScrClient off = ScrClient.acquire(conf("summary-off"));
+    Engine off = Engine.acquire(conf("summary-off"));
     try {
       assertFalse(summaryThreadAlive("summary-off"), "0 = no reporter thread");
     } finally {
@@ -318,7 +318,7 @@ class ClientMetricsTest {
   void metricsCanBeSwitchedOff() throws Exception {
     Configuration c = conf("metrics-off");
     c.setBoolean("scr.metrics.enabled", false);
-    ScrClient client = ScrClient.acquire(c);
+    Engine client = Engine.acquire(c);
     try {
       assertTrue(
           ManagementFactory.getPlatformMBeanServer()

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.internal.engine.Engine;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -76,7 +76,7 @@ class CorruptReplicaReportModeBTest {
                   c.setInt("scr.metrics.summary.interval.seconds", 0);
                 });
     try {
-      ScrClient engine = ((ScrFileSystem) fs).scrClient();
+      Engine engine = Engine.of(((ScrFileSystem) fs).scrClient());
       // The corrupt replica is cached: a cache keyed by block alone would serve it to a stream
       // that asks the good DataNode, and that stream would report the good replica.
       String badPath = DFS.dfs().socketPath(BAD);

@@ -3,7 +3,7 @@ package io.scr.shim.client;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.shim.ScrShimKeys;
 import io.scr.testing.DataNodeMode;
@@ -42,7 +42,7 @@ class ExtensionsDisabledShimTest extends ShimExtensionsTestBase {
   @Test
   void shimWithoutExtensionsIsAskedOnceAndGetsOp88() throws Exception {
     Map<String, Long> before = shimCounters();
-    try (ScrClient client = ScrClient.acquire(conf("ext-shim-off", true))) {
+    try (Engine client = Engine.acquire(conf("ext-shim-off", true))) {
       long released = leaseAllThenRelease(client, "/ext/a");
       released += leaseAllThenRelease(client, "/ext/b");
       ClientSnapshot s = client.metricsSnapshot();

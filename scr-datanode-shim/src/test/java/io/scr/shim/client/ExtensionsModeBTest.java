@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -47,7 +47,7 @@ class ExtensionsModeBTest extends ShimExtensionsTestBase {
   @Order(1)
   void shimIsAskedOnceThenSlotsAreReleasedInBatches() throws Exception {
     Map<String, Long> before = shimCounters();
-    try (ScrClient client = ScrClient.acquire(conf("ext-on", true))) {
+    try (Engine client = Engine.acquire(conf("ext-on", true))) {
       long released = leaseAllThenRelease(client, "/ext/a");
       released += leaseAllThenRelease(client, "/ext/b");
       ClientSnapshot s = client.metricsSnapshot();
@@ -87,7 +87,7 @@ class ExtensionsModeBTest extends ShimExtensionsTestBase {
   @Order(2)
   void disabledClientNeverAsksAndUsesOp88() throws Exception {
     Map<String, Long> before = shimCounters();
-    try (ScrClient client = ScrClient.acquire(conf("ext-off", false))) {
+    try (Engine client = Engine.acquire(conf("ext-off", false))) {
       long released = leaseAllThenRelease(client, "/ext/a");
       ClientSnapshot s = client.metricsSnapshot();
       Map<String, Long> after = shimCounters();
@@ -114,7 +114,7 @@ class ExtensionsModeBTest extends ShimExtensionsTestBase {
     // Segment requests fail while the DataNode is down; without this the path would read without
     // slots (nothing to release) for the 60 s shared-memory backoff.
     conf.setInt("scr.backoff.shm.seconds", 0);
-    try (ScrClient client = ScrClient.acquire(conf)) {
+    try (Engine client = Engine.acquire(conf)) {
       leaseAllThenRelease(client, "/ext/a");
       assertEquals(1, client.extensions().probeCount());
 

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.health.HealthState;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.HeldDatasetLock;
@@ -47,7 +47,7 @@ class HungShimFileBeingWrittenTest {
           .configure(c -> c.setInt("dfs.replication", 2))
           .buildExtension();
 
-  private static long suspectTransitions(ScrClient engine, String socket) {
+  private static long suspectTransitions(Engine engine, String socket) {
     return engine.dataNodeHealth().snapshot().stream()
         .filter(st -> st.path().equals(socket))
         .mapToLong(st -> st.transitionsTo(HealthState.SUSPECT))
@@ -71,7 +71,7 @@ class HungShimFileBeingWrittenTest {
                   c.setInt("scr.net.read.timeout.ms", SOCKET_TIMEOUT_MS);
                   c.setInt("scr.metrics.summary.interval.seconds", 0);
                 });
-    ScrClient engine = fs.scrClient();
+    Engine engine = Engine.of(fs.scrClient());
     try (FSDataOutputStream out = DFS.dfs().fileSystem().create(path, (short) 2)) {
       out.write(data);
       out.hflush();

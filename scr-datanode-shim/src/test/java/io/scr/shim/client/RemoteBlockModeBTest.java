@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shim.ScrShimPlugin;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -153,7 +153,7 @@ class RemoteBlockModeBTest {
     assertTrue(asked >= 1, "scr did ask DataNode 0 (else the test proves nothing): " + asked);
     assertTrue(asked <= BLOCKS, "DataNode 0 refused " + asked + " requests for " + BLOCKS);
     assertEquals(0L, shim(0).get("live.slots"), "no slot registered for a refused request");
-    ScrClient engine = ScrReplicaAccessorBuilder.engine(fs.getConf());
+    Engine engine = ScrReplicaAccessorBuilder.engine(fs.getConf());
     assertEquals(asked, engine.metricsSnapshot().absentReplicasRemembered());
   }
 

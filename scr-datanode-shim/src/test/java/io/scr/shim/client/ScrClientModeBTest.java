@@ -10,8 +10,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shim.ScrShimKeys;
 import io.scr.shim.ScrShimPlugin;
 import io.scr.shm.SlotPoolStats;
@@ -45,9 +45,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Mode B: the scr client ({@link ScrClient} and the replica accessor) against a DataNode with the
- * shim and no libhadoop: leases, fds and slots come from the shim's socket. One cluster for every
- * check. (This class lives in scr-datanode-shim because scr-core cannot depend on the shim.)
+ * Mode B: the scr client ({@link Engine} and the replica accessor) against a DataNode with the shim
+ * and no libhadoop: leases, fds and slots come from the shim's socket. One cluster for every check.
+ * (This class lives in scr-datanode-shim because scr-core cannot depend on the shim.)
  */
 class ScrClientModeBTest {
   private static final int BLOCK = 1 << 20;
@@ -106,7 +106,7 @@ class ScrClientModeBTest {
   @Test
   void leasesReadByteIdenticalOnSlotsTheShimRegistered() throws Exception {
     ResourceSnapshot before = ResourceSnapshot.take();
-    ScrClient client = ScrClient.acquire(conf("modeb-leases"));
+    Engine client = Engine.acquire(conf("modeb-leases"));
     try {
       List<LocatedBlock> blocks = blocks("/b", LEN);
       assertEquals(3, blocks.size());
@@ -175,7 +175,7 @@ class ScrClientModeBTest {
     LocatedBlock lb = blocks(file, 100_000).get(0);
     File blockFile = DFS.dfs().cluster().getBlockFile(0, lb.getBlock());
     assertNotNull(blockFile);
-    ScrClient client = ScrClient.acquire(conf("modeb-stale"));
+    Engine client = Engine.acquire(conf("modeb-stale"));
     ReplicaLease held = null;
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
@@ -245,7 +245,7 @@ class ScrClientModeBTest {
           total, hin.getReadStatistics().getTotalShortCircuitBytesRead(), "all short-circuit");
       assertTrue(total >= LEN);
     }
-    ScrClient engine = ScrReplicaAccessorBuilder.engine(conf("modeb-accessor"));
+    Engine engine = ScrReplicaAccessorBuilder.engine(conf("modeb-accessor"));
     assertEquals(3, engine.cacheStats().loadSuccessCount(), "one open per block");
     assertTrue(engine.slotPoolStats().get(0).allocations() >= 3, "each open took a slot");
   }

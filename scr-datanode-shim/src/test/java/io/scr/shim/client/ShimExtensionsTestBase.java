@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.shim.ScrShimPlugin;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.MiniDfs;
@@ -79,7 +79,7 @@ abstract class ShimExtensionsTestBase {
    * burst: the cache evicts all but {@link #CAPACITY}, and their slots go back to the pool. Returns
    * when the pool has told the DataNode every released slot, with the number released.
    */
-  long leaseAllThenRelease(ScrClient client, String file) throws Exception {
+  long leaseAllThenRelease(Engine client, String file) throws Exception {
     List<LocatedBlock> blocks =
         dfs()
             .fileSystem()
@@ -107,27 +107,27 @@ abstract class ShimExtensionsTestBase {
     return released(client) - releasedBefore;
   }
 
-  static long released(ScrClient client) {
+  static long released(Engine client) {
     return sum(client, SlotPoolStats::releases);
   }
 
-  static long inUse(ScrClient client) {
+  static long inUse(Engine client) {
     return sum(client, SlotPoolStats::slotsInUse);
   }
 
-  static long freeSlots(ScrClient client) {
+  static long freeSlots(Engine client) {
     return sum(client, SlotPoolStats::slotsFree);
   }
 
-  static long pending(ScrClient client) {
+  static long pending(Engine client) {
     return sum(client, SlotPoolStats::slotsPendingRelease);
   }
 
-  static long releaseFailures(ScrClient client) {
+  static long releaseFailures(Engine client) {
     return sum(client, SlotPoolStats::releaseFailures);
   }
 
-  private static long sum(ScrClient client, ToLongFunction<SlotPoolStats> stat) {
+  private static long sum(Engine client, ToLongFunction<SlotPoolStats> stat) {
     long n = 0;
     for (SlotPoolStats s : client.slotPoolStats()) {
       n += stat.applyAsLong(s);

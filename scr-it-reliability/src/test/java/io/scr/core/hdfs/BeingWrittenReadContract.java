@@ -163,7 +163,7 @@ abstract class BeingWrittenReadContract {
       out.write(data);
       out.hflush();
       try (FSDataInputStream in = fs.open(path)) {
-        fs.scrClient()
+        fs.engine()
             .replicaSource()
             .afterTailDataRead(
                 () -> {
@@ -180,7 +180,7 @@ abstract class BeingWrittenReadContract {
         try {
           in.readFully(0, got);
         } finally {
-          fs.scrClient().replicaSource().afterTailDataRead(null);
+          fs.engine().replicaSource().afterTailDataRead(null);
         }
         assertTrue(moves.get() > 0, "the hook ran");
         assertArrayEquals(data, got);
@@ -305,8 +305,8 @@ abstract class BeingWrittenReadContract {
           // From the second reopen on: the first stream opened the replica.
           rpcBefore = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength");
           connectionsBefore = DataNodeRpcCalls.connections(dn);
-          loadsBefore = fs.scrClient().cacheStats().loadSuccessCount();
-          stateRequestsBefore = fs.scrClient().metricsSnapshot().tailStateRequests();
+          loadsBefore = fs.engine().cacheStats().loadSuccessCount();
+          stateRequestsBefore = fs.engine().metricsSnapshot().tailStateRequests();
         }
         try (FSDataInputStream in = fs.open(path)) {
           in.seek(position);
@@ -332,8 +332,8 @@ abstract class BeingWrittenReadContract {
     }
     long rpcs = DataNodeRpcCalls.served(dn, "getReplicaVisibleLength") - rpcBefore;
     long connections = DataNodeRpcCalls.connections(dn) - connectionsBefore;
-    long loads = fs.scrClient().cacheStats().loadSuccessCount() - loadsBefore;
-    long stateRequests = fs.scrClient().metricsSnapshot().tailStateRequests() - stateRequestsBefore;
+    long loads = fs.engine().cacheStats().loadSuccessCount() - loadsBefore;
+    long stateRequests = fs.engine().metricsSnapshot().tailStateRequests() - stateRequestsBefore;
     System.out.printf(
         "%s: %d reopens, %d getReplicaVisibleLength RPCs, %d REPLICA_STATE requests, %d replicas"
             + " opened, %d IPC connections, %d of %d bytes short-circuit%n",

@@ -3,7 +3,7 @@ package io.scr.it.spark;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.ScrClient;
+import io.scr.core.internal.engine.Engine;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -40,7 +40,7 @@ import org.junit.jupiter.api.Test;
  * executor's own {@code FileSystem} built from the job's Hadoop configuration, checks the bytes
  * (CRC32) and returns the stream's HDFS {@code ReadStatistics}: Spark's {@code inputMetrics} do not
  * tell short-circuit bytes from TCP bytes. scr's own counters for the context are read on the
- * driver with {@link ScrClient#acquire}, which shares the engine the tasks used (same JVM in local
+ * driver with {@link Engine#acquire}, which shares the engine the tasks used (same JVM in local
  * mode).
  *
  * <p>The cluster is a plain {@link MiniDfs}, not the leak-checking extension: Spark keeps JVM-wide
@@ -143,7 +143,7 @@ class SparkScrTest {
   private static void assertScrCounted(String context) {
     Configuration conf = new Configuration(false);
     conf.set("scr.client.context", context);
-    try (ScrClient client = ScrClient.acquire(conf)) {
+    try (Engine client = Engine.acquire(conf)) {
       ClientSnapshot snapshot = client.metricsSnapshot();
       assertEquals(context, snapshot.context());
       assertTrue(

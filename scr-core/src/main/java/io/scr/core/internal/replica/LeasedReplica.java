@@ -133,8 +133,17 @@ final class LeasedReplica extends ReusableLease<Replica> implements ReplicaLease
     }
   }
 
-  @Override
-  public ByteBuffer mapped(long blockOffset, int length, MappingBudget budget) throws IOException {
+  /**
+   * Zero-copy: a read-only buffer of {@code length} bytes of the replica at {@code blockOffset},
+   * sliced from a mapping of the block file ({@link
+   * io.scr.core.internal.read.ReplicaFiles#mapData}), with no checksum verified. It stays valid
+   * while this lease is open: keep the lease until the buffer is no longer read, then close it.
+   *
+   * @param budget the budget a first mapping of this replica is charged to
+   * @return the buffer, or null when the block file cannot be mapped (the caller copies instead)
+   * @throws java.io.EOFException if the block file was truncated under the replica
+   */
+  ByteBuffer mapped(long blockOffset, int length, MappingBudget budget) throws IOException {
     Replica replica = value();
     ByteBuffer view = replica.files().mapData(blockOffset, length, budget);
     if (view != null) {

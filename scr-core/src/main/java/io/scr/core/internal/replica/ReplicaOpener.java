@@ -1,6 +1,8 @@
 package io.scr.core.internal.replica;
 
 import io.scr.cache.Ticker;
+import io.scr.core.counters.ClientCounters;
+import io.scr.core.counters.PathCounters;
 import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.health.DataNodeUnhealthyException;
 import io.scr.core.internal.health.HealthState;
@@ -9,8 +11,6 @@ import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.net.ShortCircuitExchanges;
 import io.scr.core.internal.net.ShortCircuitRefusedException;
 import io.scr.core.internal.read.ReplicaFiles;
-import io.scr.core.metrics.ClientCounters;
-import io.scr.core.metrics.PathCounters;
 import io.scr.shm.Slot;
 import io.scr.shm.SlotPool;
 import java.io.FileDescriptor;

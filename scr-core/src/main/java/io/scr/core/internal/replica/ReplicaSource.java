@@ -6,11 +6,13 @@ import io.scr.cache.LeaseCacheClosedException;
 import io.scr.cache.LeaseLoadException;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
+import io.scr.core.counters.ClientCounters;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.read.LocalBlockReader;
+import io.scr.core.internal.read.MappingBudget;
 import io.scr.core.internal.read.ReadContext;
-import io.scr.core.metrics.ClientCounters;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.Set;
@@ -437,5 +439,17 @@ public final class ReplicaSource {
   private static final class ContextHolder {
     /** Written by its thread, and emptied by {@link ReplicaSource#close()} from another. */
     volatile ReadContext context;
+  }
+
+  /**
+   * {@code lease}'s zero-copy view of {@code length} bytes at {@code blockOffset} ({@link
+   * LeasedReplica#mapped}); null when the block file cannot be mapped.
+   *
+   * @param lease a lease this layer made ({@link #lease}), open
+   * @throws java.io.EOFException if the block file was truncated under the replica
+   */
+  public static ByteBuffer mapped(
+      ReplicaLease lease, long blockOffset, int length, MappingBudget budget) throws IOException {
+    return ((LeasedReplica) lease).mapped(blockOffset, length, budget);
   }
 }

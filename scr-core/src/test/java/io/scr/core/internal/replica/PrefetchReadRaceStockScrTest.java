@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.ReplicaLease;
-import io.scr.core.ScrClient;
-import io.scr.core.SeamedEngines;
 import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.internal.engine.Engine;
+import io.scr.core.internal.engine.SeamedEngines;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
 import io.scr.testing.MiniDfsExtension;
@@ -82,7 +82,7 @@ class PrefetchReadRaceStockScrTest {
     CountDownLatch readerChecked = new CountDownLatch(1);
     AtomicReference<AbsentReplicas> memoryOf = new AtomicReference<>();
     AtomicLong rememberedBefore = new AtomicLong();
-    try (ScrClient scr =
+    try (Engine scr =
         SeamedEngines.acquire(
             conf,
             SeamedEngines.afterMissChecked(
@@ -108,7 +108,7 @@ class PrefetchReadRaceStockScrTest {
   }
 
   private static void raceARefusedPrefetchWithARead(
-      ScrClient scr,
+      Engine scr,
       AbsentReplicas memory,
       LocatedBlock lb,
       ExtendedBlock absent,
@@ -155,7 +155,7 @@ class PrefetchReadRaceStockScrTest {
     ExtendedBlock absent = new ExtendedBlock(blocks.get(0).getBlock());
     absent.setGenerationStamp(absent.getGenerationStamp() + 1);
     String path = dfs.socketPath(0);
-    ScrClient scr = fileSystem("race-slots").scrClient();
+    Engine scr = Engine.of(fileSystem("race-slots").scrClient());
     try (ReplicaLease a =
         scr.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path)) {
       io.scr.shm.SlotId first = ((LeasedReplica) a).value().slot().id();

@@ -1,5 +1,6 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
+import io.scr.core.FallbackReason;
 import java.util.EnumMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;

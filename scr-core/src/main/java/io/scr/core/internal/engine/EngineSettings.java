@@ -1,7 +1,8 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.config.ConfigKey;
+import io.scr.core.ScrKeys;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -23,7 +24,7 @@ import org.apache.hadoop.conf.Configuration;
  * this object's monitor.
  */
 final class EngineSettings {
-  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ScrClient.class);
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Engine.class);
 
   private final String context;
   private final Map<String, String> settings;

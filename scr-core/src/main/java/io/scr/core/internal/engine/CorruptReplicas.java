@@ -1,4 +1,4 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

@@ -1,4 +1,4 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -28,14 +28,14 @@ class SharedContextSettingsTest {
   @Test
   void aSecondConfigurationWithOtherSettingsSharesTheEngineAndIsToldOnce() {
     try (LogCapture warns = LogCapture.scrWarnings();
-        ScrClient first = ScrClient.acquire(conf("/run/dn-a/_PORT.sock"));
-        ScrClient same = ScrClient.acquire(conf("/run/dn-a/_PORT.sock"))) {
+        Engine first = Engine.acquire(conf("/run/dn-a/_PORT.sock"));
+        Engine same = Engine.acquire(conf("/run/dn-a/_PORT.sock"))) {
       assertSame(first, same);
       assertTrue(warns.all().isEmpty(), "equal settings share quietly: " + warns.all());
       Configuration other = conf("/run/dn-b/_PORT.sock");
       other.set("scr.shim.socket.path", "/a/datanode/key/differs"); // not a client setting
-      try (ScrClient second = ScrClient.acquire(other);
-          ScrClient third = ScrClient.acquire(other)) {
+      try (Engine second = Engine.acquire(other);
+          Engine third = Engine.acquire(other)) {
         assertSame(first, second);
         assertSame(first, third);
       }

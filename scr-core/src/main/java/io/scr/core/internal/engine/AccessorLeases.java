@@ -1,5 +1,7 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
+import io.scr.core.FallbackReason;
+import io.scr.core.ReplicaLease;
 import io.scr.core.internal.replica.AbsentReplicas;
 import io.scr.core.internal.replica.ReplicaKey;
 import io.scr.core.internal.replica.ReplicaManager;
@@ -34,12 +36,12 @@ final class AccessorLeases {
     this.fallbacks = fallbacks;
   }
 
-  /** See {@link ScrClient#leaseIfCached}. */
+  /** See {@link Engine#leaseIfCached}. */
   ReplicaLease leaseIfCached(ExtendedBlock block, String fileName) {
     return notKnownCorrupt(block, replicas.leaseIfCached(block, fileName));
   }
 
-  /** See {@link ScrClient#replicaFailedChecksum}. */
+  /** See {@link Engine#replicaFailedChecksum}. */
   void replicaFailedChecksum(ExtendedBlock block, String socketPath) {
     corrupt.add(block, socketPath);
     replicas.invalidate(new ReplicaKey(block.getBlockPoolId(), block.getBlockId(), socketPath));
@@ -54,7 +56,7 @@ final class AccessorLeases {
     return lease;
   }
 
-  /** See {@link ScrClient#leaseFromLocalDataNode}. */
+  /** See {@link Engine#leaseFromLocalDataNode}. */
   ReplicaLease leaseFromLocalDataNode(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String fileName) throws IOException {
     ReplicaLease cached = leaseIfCached(block, fileName);
@@ -106,7 +108,7 @@ final class AccessorLeases {
     return fallback(last[0]);
   }
 
-  /** See {@link ScrClient#misdirectedRequestCount}. */
+  /** See {@link Engine#misdirectedRequestCount}. */
   long misdirectedRequestCount() {
     return misdirected.sum();
   }

@@ -1,4 +1,4 @@
-package io.scr.core.metrics;
+package io.scr.core.counters;
 
 import java.util.concurrent.atomic.LongAdder;
 

@@ -1,4 +1,4 @@
-package io.scr.core.metrics;
+package io.scr.core.counters;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
@@ -244,6 +244,9 @@ public final class ClientCounters {
 
   /** A latency distribution: count, p50, p99 and maximum in nanoseconds. Immutable. */
   public static final class Latency {
+    /** No samples yet. */
+    public static final Latency NONE = new Latency(0, 0, 0, 0);
+
     private final long count;
     private final long p50Nanos;
     private final long p99Nanos;

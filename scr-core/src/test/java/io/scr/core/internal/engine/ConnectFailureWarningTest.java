@@ -1,10 +1,11 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.scr.core.ReplicaLease;
 import io.scr.testing.LogCapture;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -32,17 +33,17 @@ class ConnectFailureWarningTest {
 
   private final long[] now = {0};
 
-  private ScrClient engine(String socket, String context) {
+  private Engine engine(String socket, String context) {
     Configuration c = new Configuration(false);
     c.setBoolean("scr.metrics.enabled", false);
     c.setInt("scr.metrics.summary.interval.seconds", 0);
     c.set("scr.client.socket.paths", socket);
     // No slot pool: its allocation waits on the ticker, which this test drives by hand.
     c.setBoolean("scr.shm.enabled", false);
-    return new ScrClient(c, context, () -> now[0]);
+    return new Engine(c, context, () -> now[0]);
   }
 
-  private static ReplicaLease lease(ScrClient scr, long blockId) throws IOException {
+  private static ReplicaLease lease(Engine scr, long blockId) throws IOException {
     return scr.leaseFromLocalDataNode(
         new ExtendedBlock("BP-1", blockId, 1024, 1), new Token<BlockTokenIdentifier>(), "/f");
   }
@@ -59,7 +60,7 @@ class ConnectFailureWarningTest {
   void aMissingSocketIsOneWarningPerStreakNamingTheSocketPathKey() throws IOException {
     String socket = dir.resolve("dn_socket").toString();
     try (LogCapture warnings = LogCapture.scrWarnings();
-        ScrClient scr = engine(socket, "connect-missing")) {
+        Engine scr = engine(socket, "connect-missing")) {
       assertNull(lease(scr, 1), "no DataNode: the read falls back");
       List<String> lines = warnings.matching("fall back to TCP");
       assertEquals(1, lines.size(), warnings.all().toString());
@@ -98,7 +99,7 @@ class ConnectFailureWarningTest {
     Files.setPosixFilePermissions(sockets, PosixFilePermissions.fromString("---------"));
     String socket = sockets.resolve("dn_socket").toString();
     try (LogCapture warnings = LogCapture.scrWarnings();
-        ScrClient scr = engine(socket, "connect-denied")) {
+        Engine scr = engine(socket, "connect-denied")) {
       assertNull(lease(scr, 1));
       List<String> lines = warnings.matching("fall back to TCP");
       assertEquals(1, lines.size(), warnings.all().toString());

@@ -1,4 +1,4 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.scr.core.FallbackReason;
 import io.scr.core.internal.health.FakeDataNodeSocket;
 import io.scr.core.internal.health.HealthState;
 import io.scr.core.internal.health.PathHealth;
@@ -49,7 +50,7 @@ class LocalDataNodeHealthTest {
 
   private static final Token<BlockTokenIdentifier> TOKEN = new Token<>();
 
-  private static void awaitHealthy(ScrClient client, String path) throws InterruptedException {
+  private static void awaitHealthy(Engine client, String path) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (client.dataNodeHealth().state(path) != HealthState.HEALTHY) {
       if (System.nanoTime() - deadline > 0) {
@@ -62,7 +63,7 @@ class LocalDataNodeHealthTest {
   @Test
   void aHungDataNodeCostsOneDeadlineThenNoRequestUntilItAnswersAProbe() throws Exception {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"));
-        ScrClient client = ScrClient.acquire(conf("health-hung", dn.path()))) {
+        Engine client = Engine.acquire(conf("health-hung", dn.path()))) {
       long t0 = System.nanoTime();
       assertNull(client.lease(block(1), TOKEN, dn.path()), "no answer, no replica");
       long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
@@ -103,8 +104,8 @@ class LocalDataNodeHealthTest {
   @Test
   void everyEngineOfTheProcessSeesWhatOneLearnt() throws Exception {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"));
-        ScrClient first = ScrClient.acquire(conf("health-first", dn.path()));
-        ScrClient second = ScrClient.acquire(conf("health-second", dn.path()))) {
+        Engine first = Engine.acquire(conf("health-first", dn.path()));
+        Engine second = Engine.acquire(conf("health-second", dn.path()))) {
       assertSame(first.dataNodeHealth(), second.dataNodeHealth(), "one health per process");
       assertNull(first.lease(block(1), TOKEN, dn.path()));
       assertEquals(1, first.fallbackCount(FallbackReason.DATANODE_TIMEOUT));

@@ -1,7 +1,9 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.Ticker;
+import io.scr.core.FallbackReason;
+import io.scr.core.ScrKeys;
 import io.scr.core.metrics.ProcessFds;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -14,13 +16,13 @@ import org.slf4j.LoggerFactory;
  * is at its fd budget logs one WARN naming the budget, where it came from and what to raise; later
  * fallbacks for the same reason log again at most once per {@link #INTERVAL_NANOS}, with the count
  * since the last warning. A process at its fd limit must not also flood its log. Every fallback is
- * counted ({@link ScrClient#fallbackCount(FallbackReason)}) whether or not it is logged.
+ * counted ({@link Engine#fallbackCount(FallbackReason)}) whether or not it is logged.
  *
  * <p>Thread-safety: thread-safe and lock-free; concurrent fallbacks race on one CAS, one wins the
  * right to log.
  */
 final class FdBudgetWarning {
-  private static final Logger LOG = LoggerFactory.getLogger(ScrClient.class);
+  private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
 
   /** Minimum time between two warnings: 5 minutes, as the cache's thrash warnings. */
   static final long INTERVAL_NANOS = TimeUnit.MINUTES.toNanos(5);

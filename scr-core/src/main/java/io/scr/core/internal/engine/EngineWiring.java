@@ -1,7 +1,8 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import io.scr.cache.Ticker;
-import io.scr.core.internal.EngineSeams;
+import io.scr.core.ScrKeys;
+import io.scr.core.counters.ClientCounters;
 import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.FailureClass;
@@ -9,7 +10,6 @@ import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.read.MappedReads;
 import io.scr.core.internal.read.MappingBudget;
 import io.scr.core.internal.replica.ReplicaManager;
-import io.scr.core.metrics.ClientCounters;
 import java.util.EnumMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
@@ -17,7 +17,7 @@ import org.apache.hadoop.conf.Configuration;
 /**
  * From one configuration to an engine's parts: reads the client keys through {@link ScrKeys},
  * checks the ones whose bad values would only show later (budgets, pool sizes), and builds the
- * backoff, the socket pool, the replica layer and the prefetch threads. {@link ScrClient}'s
+ * backoff, the socket pool, the replica layer and the prefetch threads. {@link Engine}'s
  * constructor calls these in order, so a bad value fails before any socket, thread or fd exists.
  *
  * <p>Thread-safety: stateless; every method builds new objects from its arguments.

@@ -1,6 +1,7 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import io.scr.cache.Ticker;
+import io.scr.core.ScrKeys;
 import java.io.File;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -27,7 +28,7 @@ import org.apache.hadoop.net.NetUtils;
  * wins (benign). Each warning is logged once per engine (a CAS).
  */
 final class LocalSockets {
-  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ScrClient.class);
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Engine.class);
 
   private final List<String> pathTemplates;
   private final Ticker ticker;

@@ -1,4 +1,4 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -49,7 +49,7 @@ class UnlistableSocketDirectoryTest {
     c.set("dfs.datanode.address", "0.0.0.0:50010");
     try (LogCapture warnings = LogCapture.scrWarnings();
         // The listing fails as it does for a non-root client at 0711 (root lists any directory).
-        ScrClient scr = new ScrClient(c, "unlistable-seam", Ticker.systemTicker(), d -> null)) {
+        Engine scr = new Engine(c, "unlistable-seam", Ticker.systemTicker(), d -> null)) {
       assertEquals(
           Collections.singletonList(dir.resolve("dn_socket.50010").toString()),
           scr.localSocketPaths());
@@ -70,7 +70,7 @@ class UnlistableSocketDirectoryTest {
   @Test
   void theDefaultTransferPortIsUsedWhenTheAddressIsUnset() {
     Configuration c = conf(dir.resolve("dn._PORT.sock").toString());
-    try (ScrClient scr = new ScrClient(c, "unlistable-default", Ticker.systemTicker(), d -> null)) {
+    try (Engine scr = new Engine(c, "unlistable-default", Ticker.systemTicker(), d -> null)) {
       assertEquals(
           Collections.singletonList(dir.resolve("dn.9866.sock").toString()),
           scr.localSocketPaths());
@@ -82,8 +82,7 @@ class UnlistableSocketDirectoryTest {
     Configuration c = conf(dir.resolve("dn._PORT.sock").toString());
     c.set("dfs.datanode.address", "127.0.0.1:0");
     try (LogCapture warnings = LogCapture.scrWarnings();
-        ScrClient scr =
-            new ScrClient(c, "unlistable-ephemeral", Ticker.systemTicker(), d -> null)) {
+        Engine scr = new Engine(c, "unlistable-ephemeral", Ticker.systemTicker(), d -> null)) {
       assertEquals(Collections.emptyList(), scr.localSocketPaths());
       List<String> lines = warnings.matching("cannot list the socket directory");
       assertEquals(1, lines.size(), warnings.all().toString());
@@ -97,7 +96,7 @@ class UnlistableSocketDirectoryTest {
     Files.createFile(dir.resolve("dn_socket.5678"));
     Configuration c = conf(dir.resolve("dn_socket._PORT").toString());
     try (LogCapture warnings = LogCapture.scrWarnings();
-        ScrClient scr = new ScrClient(c, "listable", Ticker.systemTicker())) {
+        Engine scr = new Engine(c, "listable", Ticker.systemTicker())) {
       List<String> paths = scr.localSocketPaths();
       Collections.sort(paths);
       assertEquals(
@@ -121,7 +120,7 @@ class UnlistableSocketDirectoryTest {
     try {
       assertEquals(null, new File(sockets.toString()).list(), "the directory cannot be listed");
       Configuration c = conf(sockets.resolve("dn_socket._PORT").toString());
-      try (ScrClient scr = new ScrClient(c, "unlistable-real", Ticker.systemTicker())) {
+      try (Engine scr = new Engine(c, "unlistable-real", Ticker.systemTicker())) {
         assertEquals(
             Collections.singletonList(sockets.resolve("dn_socket.9866").toString()),
             scr.localSocketPaths());
@@ -135,7 +134,7 @@ class UnlistableSocketDirectoryTest {
   void aTemplateThatMatchesNoSocketIsOneWarningNamingTheStockDataNodeSwitch() {
     String template = dir.resolve("dn_socket._PORT").toString();
     try (LogCapture warnings = LogCapture.scrWarnings();
-        ScrClient scr = new ScrClient(conf(template), "no-socket", Ticker.systemTicker())) {
+        Engine scr = new Engine(conf(template), "no-socket", Ticker.systemTicker())) {
       for (int i = 0; i < 3; i++) {
         assertEquals(List.of(), scr.localSocketPaths());
       }
@@ -152,7 +151,7 @@ class UnlistableSocketDirectoryTest {
   void aMissingDirectoryIsNoSocketNotAnUnlistableDirectory() {
     String template = dir.resolve("absent/dn_socket._PORT").toString();
     try (LogCapture warnings = LogCapture.scrWarnings();
-        ScrClient scr = new ScrClient(conf(template), "no-dir", Ticker.systemTicker())) {
+        Engine scr = new Engine(conf(template), "no-dir", Ticker.systemTicker())) {
       assertEquals(List.of(), scr.localSocketPaths());
       assertEquals(1, warnings.matching("does not exist").size(), warnings.all().toString());
       assertEquals(List.of(), warnings.matching("cannot list"), warnings.all().toString());

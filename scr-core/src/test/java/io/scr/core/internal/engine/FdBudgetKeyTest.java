@@ -1,4 +1,4 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -27,14 +27,14 @@ class FdBudgetKeyTest {
       Configuration c = conf("fd-budget-bad-" + bad);
       c.set("scr.cache.fd.budget", bad);
       IllegalArgumentException e =
-          assertThrows(IllegalArgumentException.class, () -> ScrClient.acquire(c));
+          assertThrows(IllegalArgumentException.class, () -> Engine.acquire(c));
       assertTrue(e.getMessage().startsWith("scr.cache.fd.budget=" + bad + ": must be at least 2"));
       assertTrue(e.getMessage().contains("unset it"), e.getMessage());
     }
     Configuration c = conf("fd-budget-nan");
     c.set("scr.cache.fd.budget", "lots");
     IllegalArgumentException e =
-        assertThrows(IllegalArgumentException.class, () -> ScrClient.acquire(c));
+        assertThrows(IllegalArgumentException.class, () -> Engine.acquire(c));
     assertTrue(e.getMessage().contains("scr.cache.fd.budget"), e.getMessage());
   }
 
@@ -42,7 +42,7 @@ class FdBudgetKeyTest {
   void anExplicitBudgetBindsAndHalvesTheCapacity() {
     Configuration c = conf("fd-budget-explicit");
     c.setLong("scr.cache.fd.budget", 10);
-    try (ScrClient scr = ScrClient.acquire(c)) {
+    try (Engine scr = Engine.acquire(c)) {
       LeaseCacheStats s = scr.cacheStats();
       assertEquals(10, s.fdBudget());
       assertEquals(5, s.capacity());
@@ -52,7 +52,7 @@ class FdBudgetKeyTest {
   @Test
   void theFdBudgetWarningIsLoggedOnceThenAtMostEveryFiveMinutes() {
     long[] now = {0};
-    try (ScrClient scr = ScrClient.acquire(conf("fd-budget-warning"))) {
+    try (Engine scr = Engine.acquire(conf("fd-budget-warning"))) {
       FdBudgetWarning w = new FdBudgetWarning("test", () -> now[0], scr::cacheStats);
       assertTrue(w.fallback(), "the first fallback warns");
       for (int i = 0; i < 1000; i++) {
@@ -70,7 +70,7 @@ class FdBudgetKeyTest {
   @Test
   void unsetTheBudgetIsDerivedFromTheProcessFdLimit() {
     long limit = ProcessFds.softLimit();
-    try (ScrClient scr = ScrClient.acquire(conf("fd-budget-derived"))) {
+    try (Engine scr = Engine.acquire(conf("fd-budget-derived"))) {
       if (limit > 0) {
         assertEquals(Math.max(limit / 2 - 1024, limit / 8), scr.cacheStats().fdBudget());
       }

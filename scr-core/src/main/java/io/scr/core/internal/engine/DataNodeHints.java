@@ -1,10 +1,10 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Which local DataNode socket served a block or a file last, so that a caller that does not know
- * which DataNode holds a block ({@link ScrClient#leaseFromLocalDataNode}, used by the replica
+ * which DataNode holds a block ({@link Engine#leaseFromLocalDataNode}, used by the replica
  * accessor) asks the right one first when a host runs several. Every block of a file written by a
  * process on this host usually sits on one DataNode (the NameNode puts the first replica on the
  * writer's node), so the file's hint gets every block after the first right; the block's hint

@@ -1,4 +1,4 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.core.metrics.ClientSnapshot;

@@ -1,8 +1,8 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.Ticker;
-import io.scr.core.internal.EngineSeams;
+import io.scr.core.ScrKeys;
 import java.io.File;
 import java.util.HashMap;
 import java.util.Map;
@@ -10,8 +10,8 @@ import org.apache.hadoop.conf.Configuration;
 
 /**
  * The process's engines, one per client context, with their reference counts: {@link
- * ScrClient#acquire} creates or shares one, {@link ScrClient#close} drops a reference and closes
- * the engine with the last.
+ * Engine#acquire} creates or shares one, {@link Engine#close} drops a reference and closes the
+ * engine with the last.
  *
  * <p>Thread-safety: the map and every count are guarded by {@link #LOCK}, taken only by acquire and
  * release, never by a read. An engine is built under the lock, so two first acquires of one context
@@ -25,20 +25,20 @@ final class EngineRegistry {
 
   /** An engine and its references; the count is guarded by {@link #LOCK}. */
   private static final class Registered {
-    final ScrClient client;
+    final Engine client;
 
     @GuardedBy("LOCK")
     int references;
 
-    Registered(ScrClient client) {
+    Registered(Engine client) {
       this.client = client;
     }
   }
 
   private EngineRegistry() {}
 
-  /** See {@link ScrClient#acquire(Configuration, EngineSeams)}; {@code seams} may be null. */
-  static ScrClient acquire(Configuration conf, EngineSeams seams) {
+  /** See {@link Engine#acquire(Configuration, EngineSeams)}; {@code seams} may be null. */
+  static Engine acquire(Configuration conf, EngineSeams seams) {
     String context = ScrKeys.CLIENT_CONTEXT.get(conf::get);
     if (context == null || context.isEmpty()) {
       context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf::get);
@@ -48,7 +48,7 @@ final class EngineRegistry {
       if (r == null) {
         r =
             new Registered(
-                new ScrClient(
+                new Engine(
                     conf,
                     context,
                     Ticker.systemTicker(),
@@ -69,12 +69,20 @@ final class EngineRegistry {
     }
   }
 
+  /** The engine of {@code context} while it has references, without taking one; else null. */
+  static Engine running(String context) {
+    synchronized (LOCK) {
+      Registered r = ENGINES.get(context);
+      return r == null ? null : r.client;
+    }
+  }
+
   /**
    * Drops one reference of {@code client}; true when it was the last (the engine is out of the
    * registry and the caller closes it). False for calls beyond the acquires and for engines never
    * acquired through the registry (tests build some directly).
    */
-  static boolean release(ScrClient client) {
+  static boolean release(Engine client) {
     synchronized (LOCK) {
       Registered r = ENGINES.get(client.context());
       if (r == null || r.client != client || r.references == 0) {

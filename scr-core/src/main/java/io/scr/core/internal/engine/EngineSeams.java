@@ -1,4 +1,4 @@
-package io.scr.core.internal;
+package io.scr.core.internal.engine;
 
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
@@ -7,8 +7,8 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlock;
  * Points inside an engine where a test holds one of its threads to drive a race the same way on
  * every run: a reader between its miss checks and its load, a prefetch task before it opens a
  * block. An engine gets its seams when it is built and keeps them; production engines ({@link
- * io.scr.core.ScrClient#acquire}) have {@link #NONE}, whose methods do nothing. Not part of the
- * user API.
+ * io.scr.core.internal.engine.Engine#acquire}) have {@link #NONE}, whose methods do nothing. Not
+ * part of the user API.
  *
  * <p>Thread-safety: each method is called on the thread that stands at the point, possibly on many
  * threads at once; an implementation that blocks holds exactly that thread.

@@ -1,6 +1,5 @@
-package io.scr.core;
+package io.scr.core.internal.engine;
 
-import io.scr.core.internal.EngineSeams;
 import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -17,8 +16,8 @@ public final class SeamedEngines {
    * Builds the engine of {@code conf}'s context with {@code seams}; the context must have no engine
    * yet. One reference: close it once (a file system opened meanwhile holds its own).
    */
-  public static ScrClient acquire(Configuration conf, EngineSeams seams) {
-    return ScrClient.acquire(conf, seams);
+  public static Engine acquire(Configuration conf, EngineSeams seams) {
+    return Engine.acquire(conf, seams);
   }
 
   /** Seams that run {@code hook} before each block a prefetch opens. */
