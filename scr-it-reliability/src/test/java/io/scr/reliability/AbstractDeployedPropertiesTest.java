@@ -95,7 +95,7 @@ abstract class AbstractDeployedPropertiesTest {
     dfs().writeRandomFile("/props/pool", BLOCKS * BLOCK, 12);
     try (ScrFileSystem fs = scrFs();
         FSDataInputStream in = fs.open(new org.apache.hadoop.fs.Path("/props/pool"))) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       long connectsBefore = scr.metricsSnapshot().socketConnects();
       byte[] one = new byte[1];
       for (int b = 0; b < BLOCKS; b++) {

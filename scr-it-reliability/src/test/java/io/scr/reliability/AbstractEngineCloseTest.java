@@ -2,7 +2,6 @@ package io.scr.reliability;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.core.internal.engine.Engine;
 import io.scr.testing.DataNodeMode;
@@ -201,8 +200,8 @@ abstract class AbstractEngineCloseTest {
     try {
       Engine scr =
           point == Point.SCR_FILESYSTEM
-              ? Engine.of(((ScrFileSystem) fs).scrClient())
-              : ScrReplicaAccessorBuilder.engine(fs.getConf());
+              ? Engine.running(fs.getConf())
+              : Engine.running(fs.getConf());
       return String.valueOf(scr.metricsSnapshot().fallbacks());
     } catch (RuntimeException e) {
       return e.toString();

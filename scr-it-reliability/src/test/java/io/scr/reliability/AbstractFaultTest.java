@@ -184,7 +184,7 @@ abstract class AbstractFaultTest {
       assertTrue(errors.isEmpty(), "reads failed although a second replica was up: " + errors);
 
       // Short-circuit to the restarted DataNode resumes within the backoff window.
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       LocatedBlock lb = blocks("/restart/f").get(0);
       String dn0 = dfs().socketPath(0);
       Faults.await(
@@ -227,7 +227,7 @@ abstract class AbstractFaultTest {
     }
     try (ScrFileSystem fs = scrFs();
         FSDataInputStream in = fs.open(new Path("/delete/f"))) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       assertEquals(
           300_000L,
           ScrKeys.CACHE_IDLE_EXPIRY_MS.defaultValue(),
@@ -287,7 +287,7 @@ abstract class AbstractFaultTest {
     long corruptBefore = dfs().cluster().getNamesystem().getCorruptReplicaBlocks();
 
     try (ScrFileSystem fs = scrFs()) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       byte[] buf = new byte[BLOCK];
       for (LocatedBlock lb : lbs.getLocatedBlocks()) {
         try (ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), dn0)) {
@@ -350,7 +350,7 @@ abstract class AbstractFaultTest {
         ScrFileSystem fs =
             Faults.scrFileSystem(dfs(), c -> c.setLong("scr.cache.fd.budget", budget));
         FSDataInputStream in = fs.open(new Path("/budget/f"))) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       assertEquals(budget, scr.cacheStats().fdBudget(), "the key must reach the cache");
       int capacity = scr.cacheStats().capacity();
       assertEquals(2, capacity, "without scr.cache.capacity: half the budget");
@@ -480,7 +480,7 @@ abstract class AbstractFaultTest {
     try (ScrFileSystem fs = scrFs();
         FSDataInputStream in = fs.open(new Path("/interrupt/f"))) {
       assertArrayEquals(data, Faults.readFully(fs, "/interrupt/f", length));
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       AtomicBoolean stop = new AtomicBoolean();
       AtomicLong mismatches = new AtomicLong();
       AtomicLong interruptedReads = new AtomicLong();
@@ -570,7 +570,7 @@ abstract class AbstractFaultTest {
     byte[] second = dfs().writeRandomFile("/stale/b", BLOCK, 7);
     try (ScrFileSystem fs =
         Faults.scrFileSystem(dfs(), c -> c.setLong("scr.net.pool.idle.expiry.ms", 60_000))) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       assertArrayEquals(first, Faults.readFully(fs, "/stale/a", BLOCK));
       long connects = scr.metricsSnapshot().socketConnects();
       // The fault is the DataNode closing an idle pooled connection: wait out its idle timeout.
@@ -623,7 +623,7 @@ abstract class AbstractFaultTest {
               c.setInt("scr.cache.capacity", capacity);
               c.setLong("scr.cache.fd.budget", budget);
             })) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       engine = scr;
       assertEquals(budget, scr.cacheStats().fdBudget());
       AtomicBoolean stop = new AtomicBoolean();

@@ -12,8 +12,8 @@ import io.scr.core.doctor.Finding;
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.core.internal.engine.Engine;
-import io.scr.core.internal.net.FailureClass;
-import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.FailureClass;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -96,7 +96,7 @@ abstract class AbstractNoShmTest {
     }
     try (ScrFileSystem fs =
         Faults.scrFileSystem(dfs(), c -> c.setLong("scr.replica.stale.threshold.ms", STALE_MS))) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       assertArrayEquals(data, Faults.readFully(fs, "/noshm/deleted", length));
       assertEquals(0, slotsInUse(scr), "this check is about replicas without slots");
       long deleteCalled = System.nanoTime();
@@ -166,8 +166,8 @@ abstract class AbstractNoShmTest {
               "reads must short-circuit without shared memory (" + state + ")");
         }
       }
-      Engine scr = Engine.of(fs.scrClient());
-      List<PathBackoff.Status> shm =
+      Engine scr = Engine.running(fs.getConf());
+      List<BackoffStatus> shm =
           scr.backoffStatus().stream()
               .filter(s -> s.failureClass() == FailureClass.SHM)
               .collect(Collectors.toList());

@@ -237,7 +237,7 @@ final class FdLimitChild {
     require(
         limit == expectedLimit, "the child runs with fd limit " + limit + ", not " + expectedLimit);
     try (ScrFileSystem fs = (ScrFileSystem) FileSystem.newInstance(conf)) {
-      Engine scr = Engine.of(fs.scrClient());
+      Engine scr = Engine.running(fs.getConf());
       LeaseCacheStats sizing = scr.cacheStats();
       require(
           sizing.fdBudget() == derivedBudget(limit),

@@ -1,6 +1,5 @@
 package io.scr.reliability;
 
-import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.core.internal.engine.Engine;
 import io.scr.testing.DataNodeMode;
@@ -24,7 +23,7 @@ enum IntegrationPoint {
 
     @Override
     Engine engine(FileSystem fs) {
-      return Engine.of(((ScrFileSystem) fs).scrClient());
+      return Engine.running(fs.getConf());
     }
   },
   /**
@@ -54,7 +53,7 @@ enum IntegrationPoint {
     @Override
     Engine engine(FileSystem fs) {
       // the engine is keyed by the context, which the file system's configuration names
-      return ScrReplicaAccessorBuilder.engine(fs.getConf());
+      return Engine.running(fs.getConf());
     }
   };
 

@@ -54,7 +54,7 @@ class ShimPrefetchBatchTest {
               c.setInt("scr.client.prefetch.max-blocks", 16);
               c.setLong("dfs.client.read.prefetch.size", (long) BLOCKS * BLOCK);
             });
-    Engine scr = Engine.of(fs.scrClient());
+    Engine scr = Engine.running(fs.getConf());
     try {
       // The prefetch uses what the engine knows of the peer (it never probes: a stock DataNode
       // would close the probe's connection); an engine learns it with its first slot release.

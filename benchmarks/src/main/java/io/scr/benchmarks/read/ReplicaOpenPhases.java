@@ -1,7 +1,7 @@
 package io.scr.benchmarks.read;
 
-import io.scr.core.counters.ClientCounters;
 import io.scr.core.metrics.ClientSnapshot;
+import io.scr.core.stats.ClientCounters;
 import java.util.Map;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Level;
@@ -187,7 +187,7 @@ public class ReplicaOpenPhases {
   private static void report(long number, io.scr.core.ScrClient scr) {
     io.scr.core.metrics.ClientSnapshot s = scr.metricsSnapshot();
     StringBuilder sb = new StringBuilder("replica-open g").append(number);
-    io.scr.core.counters.ClientCounters.Latency open = s.replicaOpenLatency();
+    io.scr.core.stats.ClientCounters.Latency open = s.replicaOpenLatency();
     sb.append(" opens=")
         .append(open.count())
         .append(" open_us{p50=")
@@ -197,9 +197,9 @@ public class ReplicaOpenPhases {
         .append(" max=")
         .append(open.maxNanos() / 1000)
         .append('}');
-    for (io.scr.core.counters.ClientCounters.OpenPhase ph :
-        io.scr.core.counters.ClientCounters.OpenPhase.values()) {
-      io.scr.core.counters.ClientCounters.Latency l = s.replicaOpenPhase(ph);
+    for (io.scr.core.stats.ClientCounters.OpenPhase ph :
+        io.scr.core.stats.ClientCounters.OpenPhase.values()) {
+      io.scr.core.stats.ClientCounters.Latency l = s.replicaOpenPhase(ph);
       sb.append(' ')
           .append(ph)
           .append("_us{p50=")

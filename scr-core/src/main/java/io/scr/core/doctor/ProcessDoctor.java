@@ -2,10 +2,10 @@ package io.scr.core.doctor;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ScrKeys;
-import io.scr.core.internal.health.HealthState;
-import io.scr.core.internal.net.FailureClass;
 import io.scr.core.metrics.ClientMetric;
 import io.scr.core.metrics.ScrClientDiagnostics;
+import io.scr.core.stats.FailureClass;
+import io.scr.core.stats.HealthState;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;

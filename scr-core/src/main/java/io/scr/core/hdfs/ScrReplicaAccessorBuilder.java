@@ -247,7 +247,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   }
 
   /** The engine this builder uses for {@code conf}'s context (acquired on first use). */
-  public static Engine engine(Configuration conf) {
+  static Engine engine(Configuration conf) {
     return client(conf);
   }
 

@@ -2,7 +2,7 @@ package io.scr.core.metrics;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.ScrKeys;
-import io.scr.core.internal.net.FailureClass;
+import io.scr.core.stats.FailureClass;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;

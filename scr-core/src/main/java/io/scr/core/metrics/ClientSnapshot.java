@@ -2,11 +2,11 @@ package io.scr.core.metrics;
 
 import io.scr.cache.LeaseCacheStats;
 import io.scr.core.FallbackReason;
-import io.scr.core.counters.ClientCounters;
-import io.scr.core.counters.PathCounters;
-import io.scr.core.internal.health.HealthState;
-import io.scr.core.internal.health.PathHealth;
-import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.ClientCounters;
+import io.scr.core.stats.HealthState;
+import io.scr.core.stats.HealthStatus;
+import io.scr.core.stats.PathCounters;
 import io.scr.shm.SlotPoolStats;
 import java.util.Collections;
 import java.util.EnumMap;
@@ -27,8 +27,8 @@ public final class ClientSnapshot {
   final EnumMap<FallbackReason, Long> fallbacks;
   final LeaseCacheStats cache;
   final List<SlotPoolStats> slotPools;
-  final List<PathBackoff.Status> backoff;
-  final List<PathHealth.Status> health;
+  final List<BackoffStatus> backoff;
+  final List<HealthStatus> health;
   final List<PathFigures> paths;
   final long socketConnects;
   final long socketConnectFailures;
@@ -160,7 +160,7 @@ public final class ClientSnapshot {
   }
 
   /** Per-path, per-failure-class backoff state. */
-  public List<PathBackoff.Status> backoff() {
+  public List<BackoffStatus> backoff() {
     return backoff;
   }
 
@@ -323,14 +323,14 @@ public final class ClientSnapshot {
   }
 
   /** The health of the DataNode sockets this engine asked for replicas (process-wide state). */
-  public List<PathHealth.Status> health() {
+  public List<HealthStatus> health() {
     return health;
   }
 
   /** Local DataNode sockets that are not healthy now. */
   public int dataNodesNotHealthy() {
     int n = 0;
-    for (PathHealth.Status s : health) {
+    for (HealthStatus s : health) {
       if (s.state() != HealthState.HEALTHY) {
         n++;
       }
@@ -341,7 +341,7 @@ public final class ClientSnapshot {
   /** Number of socket paths backing off now. */
   public int pathsBackingOff() {
     java.util.Set<String> out = new java.util.HashSet<>();
-    for (PathBackoff.Status s : backoff) {
+    for (BackoffStatus s : backoff) {
       if (s.remainingBackoffNanos() > 0 && s.failureClass().disablesPath()) {
         out.add(s.path());
       }
@@ -397,8 +397,8 @@ public final class ClientSnapshot {
     EnumMap<FallbackReason, Long> fallbacks = new EnumMap<>(FallbackReason.class);
     LeaseCacheStats cache;
     List<SlotPoolStats> slotPools = Collections.emptyList();
-    List<PathBackoff.Status> backoff = Collections.emptyList();
-    List<PathHealth.Status> health = Collections.emptyList();
+    List<BackoffStatus> backoff = Collections.emptyList();
+    List<HealthStatus> health = Collections.emptyList();
     List<PathFigures> paths = Collections.emptyList();
     long socketConnects;
     long socketConnectFailures;

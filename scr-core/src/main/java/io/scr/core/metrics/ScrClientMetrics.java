@@ -4,13 +4,12 @@ import io.scr.cache.LeaseCacheStats;
 import io.scr.cache.RemovalCause;
 import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
-import io.scr.core.counters.ClientCounters;
-import io.scr.core.counters.PathCounters;
-import io.scr.core.internal.health.HealthState;
-import io.scr.core.internal.health.PathHealth;
-import io.scr.core.internal.net.DomainSocketPool;
-import io.scr.core.internal.net.FailureClass;
-import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.ClientCounters;
+import io.scr.core.stats.FailureClass;
+import io.scr.core.stats.HealthState;
+import io.scr.core.stats.HealthStatus;
+import io.scr.core.stats.PathCounters;
 import io.scr.shm.SlotPoolStats;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -52,7 +51,6 @@ public final class ScrClientMetrics implements MetricsSource {
 
   private final EngineState client;
   private final ClientCounters counters;
-  private final DomainSocketPool pool;
   private final Ticker ticker;
   private final String sourceName;
 
@@ -60,14 +58,12 @@ public final class ScrClientMetrics implements MetricsSource {
   private boolean registered;
 
   /**
-   * A source over {@code client}'s state; {@code counters} and {@code pool} are the ones its data
-   * plane updates. Not registered until {@link #register()}.
+   * A source over {@code client}'s state; {@code counters} are the ones its data plane updates. Not
+   * registered until {@link #register()}.
    */
-  public ScrClientMetrics(
-      EngineState client, ClientCounters counters, DomainSocketPool pool, Ticker ticker) {
+  public ScrClientMetrics(EngineState client, ClientCounters counters, Ticker ticker) {
     this.client = Objects.requireNonNull(client, "client");
     this.counters = Objects.requireNonNull(counters, "counters");
-    this.pool = Objects.requireNonNull(pool, "pool");
     this.ticker = Objects.requireNonNull(ticker, "ticker");
     this.sourceName = sourceName(client.context());
   }
@@ -133,30 +129,50 @@ public final class ScrClientMetrics implements MetricsSource {
       paths.add(new ClientSnapshot.PathFigures(c));
     }
     b.paths = paths;
-    b.socketConnects = pool.connectCount();
-    b.socketConnectFailures = pool.connectFailureCount();
-    b.socketReuses = pool.reuseCount();
-    b.socketStaleRetries = pool.staleRetryCount();
-    b.socketIdle = pool.idleConnectionCount();
     b.releaseRequestsOp88 = counters.stockReleaseRequests();
     b.releaseRequestsBatched = counters.batchedReleaseRequests();
     b.releasesBatched = counters.batchedReleaseSlots();
     b.replicasPrefetched = counters.prefetched();
     b.prefetchSkipped = counters.prefetchSkipped();
-    io.scr.core.internal.read.MappedReads mapped = client.mappedReads();
-    if (mapped != null) {
-      b.mappedReads = mapped.reads();
-      b.mappedReadFallbacks = mapped.fallbacks();
-      b.mappedReadMappings = mapped.budget().mappings();
-    }
     b.prefetchHits = counters.prefetchHits();
-    b.extensionProbes = client.extensions().probeCount();
-    b.extensionPeers = client.extensions().extendedPathCount();
-    b.extensionFailures = client.extensions().extensionFailureCount();
-    b.tailStateRequests = client.tailReads().stateRequests();
-    b.tailFallbacks = client.tailReads().notReadyCount();
-    b.absentReplicasRemembered = client.absentReplicas().rememberedCount();
-    b.absentReplicaRequestsAvoided = client.absentReplicas().avoidedCount();
+    client.reportParts(
+        new PartFigures() {
+          @Override
+          public void sockets(
+              long connects, long connectFailures, long reuses, long staleRetries, int idle) {
+            b.socketConnects = connects;
+            b.socketConnectFailures = connectFailures;
+            b.socketReuses = reuses;
+            b.socketStaleRetries = staleRetries;
+            b.socketIdle = idle;
+          }
+
+          @Override
+          public void mappedReads(long reads, long fallbacks, int mappings) {
+            b.mappedReads = reads;
+            b.mappedReadFallbacks = fallbacks;
+            b.mappedReadMappings = mappings;
+          }
+
+          @Override
+          public void extensions(long probes, int peers, long failures) {
+            b.extensionProbes = probes;
+            b.extensionPeers = peers;
+            b.extensionFailures = failures;
+          }
+
+          @Override
+          public void tailReads(long stateRequests, long fallbacks) {
+            b.tailStateRequests = stateRequests;
+            b.tailFallbacks = fallbacks;
+          }
+
+          @Override
+          public void absentReplicas(long remembered, long avoided) {
+            b.absentReplicasRemembered = remembered;
+            b.absentReplicaRequestsAvoided = avoided;
+          }
+        });
     b.replicasOrphaned = counters.replicasOrphaned();
     b.replicasRevalidated = counters.replicasRevalidated();
     b.orphansDropped = counters.orphansDropped();
@@ -283,12 +299,12 @@ public final class ScrClientMetrics implements MetricsSource {
     for (ClientSnapshot.PathFigures p : s.paths) {
       out.add(p.path);
     }
-    for (PathBackoff.Status st : s.backoff) {
+    for (BackoffStatus st : s.backoff) {
       if (!out.contains(st.path())) {
         out.add(st.path());
       }
     }
-    for (PathHealth.Status st : s.health) {
+    for (HealthStatus st : s.health) {
       if (!out.contains(st.path())) {
         out.add(st.path());
       }
@@ -316,7 +332,7 @@ public final class ScrClientMetrics implements MetricsSource {
     EnumMap<FailureClass, Long> failures = new EnumMap<>(FailureClass.class);
     long remaining = 0;
     boolean backingOff = false;
-    for (PathBackoff.Status st : s.backoff) {
+    for (BackoffStatus st : s.backoff) {
       if (st.path().equals(path)) {
         failures.put(st.failureClass(), st.failures());
         if (st.failureClass().disablesPath() && st.remainingBackoffNanos() > 0) {
@@ -331,8 +347,8 @@ public final class ScrClientMetrics implements MetricsSource {
       Long n = failures.get(fc);
       rb.addCounter(ClientMetric.failures(fc), n == null ? 0 : n);
     }
-    PathHealth.Status h = null;
-    for (PathHealth.Status st : s.health) {
+    HealthStatus h = null;
+    for (HealthStatus st : s.health) {
       if (st.path().equals(path)) {
         h = st;
       }

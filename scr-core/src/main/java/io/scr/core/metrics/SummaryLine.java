@@ -3,9 +3,9 @@ package io.scr.core.metrics;
 import io.scr.cache.RemovalCause;
 import io.scr.core.FallbackReason;
 import io.scr.core.ScrKeys;
-import io.scr.core.internal.health.HealthState;
-import io.scr.core.internal.health.PathHealth;
-import io.scr.core.internal.net.PathBackoff;
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.HealthState;
+import io.scr.core.stats.HealthStatus;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -74,7 +74,7 @@ public final class SummaryLine {
     sb.append(", fallback ").append(fallbacks).append(" (");
     sb.append(reasons.isEmpty() ? "—" : String.join(", ", reasons)).append(')');
 
-    for (PathBackoff.Status s : cur.backoff) {
+    for (BackoffStatus s : cur.backoff) {
       if (s.remainingBackoffNanos() > 0) {
         sb.append(", backing off ")
             .append(s.path())
@@ -88,7 +88,7 @@ public final class SummaryLine {
         }
       }
     }
-    for (PathHealth.Status h : cur.health) {
+    for (HealthStatus h : cur.health) {
       long changes = h.transitions() - transitionsOf(prev, h.path());
       if (h.state() != HealthState.HEALTHY || changes > 0) {
         sb.append(", DataNode ")
@@ -128,7 +128,7 @@ public final class SummaryLine {
   }
 
   private static long transitionsOf(ClientSnapshot prev, String path) {
-    for (PathHealth.Status h : prev.health) {
+    for (HealthStatus h : prev.health) {
       if (h.path().equals(path)) {
         return h.transitions();
       }

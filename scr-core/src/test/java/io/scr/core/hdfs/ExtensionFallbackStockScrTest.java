@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.internal.engine.Engine;
-import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.metrics.ClientSnapshot;
+import io.scr.core.stats.BackoffStatus;
 import io.scr.shm.SlotPoolStats;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.LogCapture;
@@ -75,7 +75,7 @@ class ExtensionFallbackStockScrTest {
         assertEquals(0, p.releaseFailures(), p.toString());
         assertEquals(0, p.segmentsDisconnected(), "the probe cost no segment: " + p);
       }
-      for (PathBackoff.Status b : client.backoffStatus()) {
+      for (BackoffStatus b : client.backoffStatus()) {
         assertEquals(0, b.failures(), "no failure recorded: " + b);
       }
       for (FallbackReason r : FallbackReason.values()) {

@@ -11,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.scr.core.FallbackReason;
 import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.health.FakeDataNodeSocket;
-import io.scr.core.internal.health.HealthState;
+import io.scr.core.stats.HealthState;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.HeldDatasetLock;
 import io.scr.testing.MiniDfs;

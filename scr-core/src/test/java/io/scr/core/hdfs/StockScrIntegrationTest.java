@@ -421,7 +421,7 @@ class StockScrIntegrationTest {
       assertArrayEquals(Arrays.copyOfRange(data, 0, 4096), got);
       assertTrue(stillInterrupted, "the reader keeps its interrupt status for its next call");
 
-      for (io.scr.core.internal.net.PathBackoff.Status s : client.backoffStatus()) {
+      for (io.scr.core.stats.BackoffStatus s : client.backoffStatus()) {
         assertEquals(0, s.failures(), "no failure recorded for the reader's interrupt: " + s);
       }
       LocatedBlock second = blocks.get(1);

@@ -76,7 +76,7 @@ class CorruptReplicaReportModeBTest {
                   c.setInt("scr.metrics.summary.interval.seconds", 0);
                 });
     try {
-      Engine engine = Engine.of(((ScrFileSystem) fs).scrClient());
+      Engine engine = Engine.running(fs.getConf());
       // The corrupt replica is cached: a cache keyed by block alone would serve it to a stream
       // that asks the good DataNode, and that stream would report the good replica.
       String badPath = DFS.dfs().socketPath(BAD);

@@ -65,7 +65,7 @@ class ExtensionsDisabledShimTest extends ShimExtensionsTestBase {
           released,
           shim(after, "requests.release_fds.success")
               - shim(before, "requests.release_fds.success"));
-      for (io.scr.core.internal.net.PathBackoff.Status b : client.backoffStatus()) {
+      for (io.scr.core.stats.BackoffStatus b : client.backoffStatus()) {
         assertEquals(0, b.failures(), "no failure recorded: " + b);
       }
     }

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.hdfs.ScrFileSystem;
 import io.scr.core.internal.engine.Engine;
-import io.scr.core.internal.health.HealthState;
+import io.scr.core.stats.HealthState;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.HeldDatasetLock;
 import io.scr.testing.MiniDfs;
@@ -71,7 +71,7 @@ class HungShimFileBeingWrittenTest {
                   c.setInt("scr.net.read.timeout.ms", SOCKET_TIMEOUT_MS);
                   c.setInt("scr.metrics.summary.interval.seconds", 0);
                 });
-    Engine engine = Engine.of(fs.scrClient());
+    Engine engine = Engine.running(fs.getConf());
     try (FSDataOutputStream out = DFS.dfs().fileSystem().create(path, (short) 2)) {
       out.write(data);
       out.hflush();

@@ -153,7 +153,7 @@ class RemoteBlockModeBTest {
     assertTrue(asked >= 1, "scr did ask DataNode 0 (else the test proves nothing): " + asked);
     assertTrue(asked <= BLOCKS, "DataNode 0 refused " + asked + " requests for " + BLOCKS);
     assertEquals(0L, shim(0).get("live.slots"), "no slot registered for a refused request");
-    Engine engine = ScrReplicaAccessorBuilder.engine(fs.getConf());
+    Engine engine = Engine.running(fs.getConf());
     assertEquals(asked, engine.metricsSnapshot().absentReplicasRemembered());
   }
 

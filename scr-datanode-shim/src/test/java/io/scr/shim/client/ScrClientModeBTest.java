@@ -245,7 +245,7 @@ class ScrClientModeBTest {
           total, hin.getReadStatistics().getTotalShortCircuitBytesRead(), "all short-circuit");
       assertTrue(total >= LEN);
     }
-    Engine engine = ScrReplicaAccessorBuilder.engine(conf("modeb-accessor"));
+    Engine engine = Engine.running(conf("modeb-accessor"));
     assertEquals(3, engine.cacheStats().loadSuccessCount(), "one open per block");
     assertTrue(engine.slotPoolStats().get(0).allocations() >= 3, "each open took a slot");
   }

@@ -5,10 +5,8 @@ import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrKeys;
-import io.scr.core.counters.ClientCounters;
 import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.health.HealthPolicy;
-import io.scr.core.internal.health.PathHealth;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.replica.AbsentReplicas;
@@ -17,7 +15,11 @@ import io.scr.core.internal.replica.ReplicaManager;
 import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.core.metrics.ClientSnapshot;
 import io.scr.core.metrics.EngineState;
+import io.scr.core.metrics.PartFigures;
 import io.scr.core.metrics.ScrClientMetrics;
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.ClientCounters;
+import io.scr.core.stats.HealthStatus;
 import java.io.Closeable;
 import java.io.File;
 import java.io.IOException;
@@ -60,6 +62,7 @@ public final class Engine implements Closeable, EngineState {
   private final boolean enabled;
   private final LocalSockets sockets;
   private final PathBackoff backoff;
+  private final DomainSocketPool pool;
   private final ReplicaManager replicas;
   private final ReplicaSource source;
   private final FallbackCounters fallbacks;
@@ -109,6 +112,7 @@ public final class Engine implements Closeable, EngineState {
     this.backoff = EngineWiring.backoff(conf, ticker);
     DataNodeHealth health = DataNodeHealth.shared(HealthPolicy.from(conf));
     DomainSocketPool pool = EngineWiring.socketPool(conf, health, ticker);
+    this.pool = pool;
     this.replicas =
         EngineWiring.replicaManager(
             conf, context, pool, backoff, ticker, fallbacks, counters, health, seams);
@@ -118,7 +122,7 @@ public final class Engine implements Closeable, EngineState {
     this.observability =
         new EngineObservability(
             context,
-            new ScrClientMetrics(this, counters, pool, ticker),
+            new ScrClientMetrics(this, counters, ticker),
             settings.asMap(),
             ScrKeys.METRICS_ENABLED.get(conf::get),
             ScrKeys.METRICS_SUMMARY_INTERVAL_SECONDS.get(conf::get));
@@ -151,15 +155,17 @@ public final class Engine implements Closeable, EngineState {
   }
 
   /**
-   * The engine of {@code client}'s context, without taking a reference: for code of this product
-   * that holds the public handle and needs the engine's internals (its tests, the benchmarks).
+   * The engine of {@code conf}'s client context, without taking a reference: for code of this
+   * product that holds a file system, an accessor or a {@link io.scr.core.ScrClient} of that
+   * context and needs the engine's internals (its tests, the benchmarks).
    *
-   * @throws IllegalStateException the context has no engine (every handle on it is closed)
+   * @throws IllegalStateException the context has no engine (nothing holds one)
    */
-  public static Engine of(io.scr.core.ScrClient client) {
-    Engine e = EngineRegistry.running(client.context());
+  public static Engine running(Configuration conf) {
+    String context = EngineRegistry.contextOf(conf);
+    Engine e = EngineRegistry.running(context);
     if (e == null) {
-      throw new IllegalStateException("client context " + client.context() + " has no engine");
+      throw new IllegalStateException("client context " + context + " has no engine");
     }
     return e;
   }
@@ -235,7 +241,7 @@ public final class Engine implements Closeable, EngineState {
    * for metrics, the summary line and {@code scr doctor}.
    */
   @Override
-  public List<PathHealth.Status> healthStatus() {
+  public List<HealthStatus> healthStatus() {
     return replicas.healthStatus();
   }
 
@@ -419,7 +425,7 @@ public final class Engine implements Closeable, EngineState {
 
   /** Per-path, per-failure-class backoff counters with the last reason. */
   @Override
-  public List<PathBackoff.Status> backoffStatus() {
+  public List<BackoffStatus> backoffStatus() {
     return backoff.snapshot();
   }
 
@@ -427,13 +433,11 @@ public final class Engine implements Closeable, EngineState {
    * Which DataNode socket paths speak the scr shim's protocol extensions, and how often they were
    * asked (see {@code scr.client.extensions.enabled}).
    */
-  @Override
   public io.scr.core.internal.net.PeerExtensions extensions() {
     return replicas.extensions();
   }
 
   /** How this engine reads blocks being written (up to a reader's visible length). */
-  @Override
   public io.scr.core.internal.replica.TailReads tailReads() {
     return replicaSource().tailReads();
   }
@@ -443,7 +447,6 @@ public final class Engine implements Closeable, EngineState {
    * {@link #leaseFromLocalDataNode} asks such a DataNode again for that block within the memory's
    * expiry.
    */
-  @Override
   public AbsentReplicas absentReplicas() {
     return replicas.absentReplicas();
   }
@@ -532,9 +535,30 @@ public final class Engine implements Closeable, EngineState {
    * Mapped reads' policy, budget and counters ({@code MappedReads}, {@code MappedReadFallbacks}),
    * or null when {@link ScrKeys#READ_MAPPED_ENABLED} is off.
    */
-  @Override
   public io.scr.core.internal.read.MappedReads mappedReads() {
     return replicas.mappedReads();
+  }
+
+  @Override
+  public void reportParts(PartFigures out) {
+    out.sockets(
+        pool.connectCount(),
+        pool.connectFailureCount(),
+        pool.reuseCount(),
+        pool.staleRetryCount(),
+        pool.idleConnectionCount());
+    io.scr.core.internal.read.MappedReads mapped = replicas.mappedReads();
+    if (mapped != null) {
+      out.mappedReads(mapped.reads(), mapped.fallbacks(), mapped.budget().mappings());
+    } else {
+      out.mappedReads(0, 0, 0);
+    }
+    io.scr.core.internal.net.PeerExtensions ext = replicas.extensions();
+    out.extensions(ext.probeCount(), ext.extendedPathCount(), ext.extensionFailureCount());
+    io.scr.core.internal.replica.TailReads tail = replicaSource().tailReads();
+    out.tailReads(tail.stateRequests(), tail.notReadyCount());
+    AbsentReplicas absent = replicas.absentReplicas();
+    out.absentReplicas(absent.rememberedCount(), absent.avoidedCount());
   }
 
   /** The slot pools' counters. */

@@ -39,10 +39,7 @@ final class EngineRegistry {
 
   /** See {@link Engine#acquire(Configuration, EngineSeams)}; {@code seams} may be null. */
   static Engine acquire(Configuration conf, EngineSeams seams) {
-    String context = ScrKeys.CLIENT_CONTEXT.get(conf::get);
-    if (context == null || context.isEmpty()) {
-      context = ScrKeys.DFS_CLIENT_CONTEXT.get(conf::get);
-    }
+    String context = contextOf(conf);
     synchronized (LOCK) {
       Registered r = ENGINES.get(context);
       if (r == null) {
@@ -67,6 +64,14 @@ final class EngineRegistry {
       r.references++;
       return r.client;
     }
+  }
+
+  /** {@code scr.client.context}, else {@code dfs.client.context}. */
+  static String contextOf(Configuration conf) {
+    String context = ScrKeys.CLIENT_CONTEXT.get(conf::get);
+    return context == null || context.isEmpty()
+        ? ScrKeys.DFS_CLIENT_CONTEXT.get(conf::get)
+        : context;
   }
 
   /** The engine of {@code context} while it has references, without taking one; else null. */

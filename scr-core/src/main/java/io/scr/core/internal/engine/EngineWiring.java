@@ -2,14 +2,14 @@ package io.scr.core.internal.engine;
 
 import io.scr.cache.Ticker;
 import io.scr.core.ScrKeys;
-import io.scr.core.counters.ClientCounters;
 import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.net.DomainSocketPool;
-import io.scr.core.internal.net.FailureClass;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.read.MappedReads;
 import io.scr.core.internal.read.MappingBudget;
 import io.scr.core.internal.replica.ReplicaManager;
+import io.scr.core.stats.ClientCounters;
+import io.scr.core.stats.FailureClass;
 import java.util.EnumMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;

@@ -5,6 +5,8 @@ import io.scr.core.internal.net.DomainConnectException;
 import io.scr.core.internal.net.LivenessProbe;
 import io.scr.core.internal.net.ShortCircuitRefusedException;
 import io.scr.core.internal.protocol.ProtocolException;
+import io.scr.core.stats.HealthState;
+import io.scr.core.stats.HealthStatus;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.SocketTimeoutException;
@@ -298,12 +300,12 @@ public final class DataNodeHealth {
   }
 
   /** Every path's health, by path. */
-  public List<PathHealth.Status> snapshot() {
-    List<PathHealth.Status> out = new ArrayList<>();
+  public List<HealthStatus> snapshot() {
+    List<HealthStatus> out = new ArrayList<>();
     for (PathHealth h : paths.values()) {
       out.add(h.status());
     }
-    out.sort(Comparator.comparing(PathHealth.Status::path));
+    out.sort(Comparator.comparing(HealthStatus::path));
     return Collections.unmodifiableList(out);
   }
 

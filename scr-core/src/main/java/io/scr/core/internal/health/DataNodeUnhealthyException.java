@@ -1,5 +1,6 @@
 package io.scr.core.internal.health;
 
+import io.scr.core.stats.HealthState;
 import java.io.IOException;
 
 /**

@@ -1,6 +1,8 @@
 package io.scr.core.internal.net;
 
 import io.scr.cache.Ticker;
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.FailureClass;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
@@ -216,8 +218,8 @@ public final class PathBackoff {
   }
 
   /** A snapshot of every path's counters, for metrics. */
-  public List<Status> snapshot() {
-    List<Status> out = new ArrayList<>();
+  public List<BackoffStatus> snapshot() {
+    List<BackoffStatus> out = new ArrayList<>();
     long now = ticker.read();
     for (Map.Entry<String, PathState> e : paths.entrySet()) {
       for (ClassState c : e.getValue().classes) {
@@ -228,7 +230,7 @@ public final class PathBackoff {
           consecutive = c.consecutive;
         }
         out.add(
-            new Status(
+            new BackoffStatus(
                 e.getKey(),
                 c.failureClass,
                 c.total.get(),
@@ -283,75 +285,6 @@ public final class PathBackoff {
 
     ClassState(FailureClass failureClass) {
       this.failureClass = failureClass;
-    }
-  }
-
-  /** One path's counters for one failure class. Immutable. */
-  public static final class Status {
-    private final String path;
-    private final FailureClass failureClass;
-    private final long failures;
-    private final long consecutiveFailures;
-    private final long remainingBackoffNanos;
-    private final String lastReason;
-
-    Status(
-        String path,
-        FailureClass failureClass,
-        long failures,
-        long consecutiveFailures,
-        long remainingBackoffNanos,
-        String lastReason) {
-      this.path = path;
-      this.failureClass = failureClass;
-      this.failures = failures;
-      this.consecutiveFailures = consecutiveFailures;
-      this.remainingBackoffNanos = remainingBackoffNanos;
-      this.lastReason = lastReason;
-    }
-
-    /** The socket path. */
-    public String path() {
-      return path;
-    }
-
-    /** The failure class. */
-    public FailureClass failureClass() {
-      return failureClass;
-    }
-
-    /** Failures of this class since start. */
-    public long failures() {
-      return failures;
-    }
-
-    /** Failures of this class since the last success. */
-    public long consecutiveFailures() {
-      return consecutiveFailures;
-    }
-
-    /** Nanoseconds until the backoff ends; 0 when not backing off. */
-    public long remainingBackoffNanos() {
-      return remainingBackoffNanos;
-    }
-
-    /** The last failure's reason, or null if none. */
-    public String lastReason() {
-      return lastReason;
-    }
-
-    @Override
-    public String toString() {
-      return path
-          + " "
-          + failureClass
-          + ": failures="
-          + failures
-          + " consecutive="
-          + consecutiveFailures
-          + " backoffRemainingMs="
-          + TimeUnit.NANOSECONDS.toMillis(remainingBackoffNanos)
-          + (lastReason == null ? "" : " last=" + lastReason);
     }
   }
 }

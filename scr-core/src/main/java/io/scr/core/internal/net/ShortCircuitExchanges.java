@@ -3,6 +3,7 @@ package io.scr.core.internal.net;
 import io.scr.core.ScrKeys;
 import io.scr.core.internal.protocol.ProtocolException;
 import io.scr.core.internal.protocol.ShortCircuitProtocol;
+import io.scr.core.stats.FailureClass;
 import io.scr.shm.SlotId;
 import java.io.FileDescriptor;
 import java.io.IOException;

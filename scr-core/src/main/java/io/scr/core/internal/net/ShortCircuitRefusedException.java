@@ -1,5 +1,6 @@
 package io.scr.core.internal.net;
 
+import io.scr.core.stats.FailureClass;
 import java.io.IOException;
 
 /**

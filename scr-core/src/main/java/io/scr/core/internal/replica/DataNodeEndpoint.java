@@ -1,14 +1,14 @@
 package io.scr.core.internal.replica;
 
-import io.scr.core.counters.ClientCounters;
 import io.scr.core.internal.net.DomainConnection;
 import io.scr.core.internal.net.DomainSocketPool;
-import io.scr.core.internal.net.FailureClass;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.net.PeerExtensions;
 import io.scr.core.internal.net.SegmentWatcher;
 import io.scr.core.internal.net.ShortCircuitExchanges;
 import io.scr.core.internal.net.ShortCircuitRefusedException;
+import io.scr.core.stats.ClientCounters;
+import io.scr.core.stats.FailureClass;
 import io.scr.shm.Segment;
 import io.scr.shm.SegmentSource;
 import io.scr.shm.ShmId;

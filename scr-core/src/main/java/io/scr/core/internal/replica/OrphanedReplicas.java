@@ -2,7 +2,7 @@ package io.scr.core.internal.replica;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.scr.cache.Ticker;
-import io.scr.core.counters.ClientCounters;
+import io.scr.core.stats.ClientCounters;
 import io.scr.shm.ShmId;
 import io.scr.shm.Slot;
 import io.scr.shm.internal.FailureLog;

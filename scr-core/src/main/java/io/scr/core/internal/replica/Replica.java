@@ -2,8 +2,8 @@ package io.scr.core.internal.replica;
 
 import io.scr.cache.CachedValue;
 import io.scr.cache.Ticker;
-import io.scr.core.counters.PathCounters;
 import io.scr.core.internal.read.ReplicaFiles;
+import io.scr.core.stats.PathCounters;
 import io.scr.shm.Slot;
 import io.scr.shm.SlotPool;
 import java.io.FileDescriptor;

@@ -7,13 +7,14 @@ import io.scr.cache.Ticker;
 import io.scr.core.FallbackReason;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrKeys;
-import io.scr.core.counters.ClientCounters;
 import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.net.PeerExtensions;
 import io.scr.core.internal.read.LocalBlockReader;
 import io.scr.core.internal.read.MappedReads;
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.ClientCounters;
 import java.io.Closeable;
 import java.io.IOException;
 import java.time.Duration;
@@ -260,7 +261,7 @@ public final class ReplicaManager implements Closeable {
    * The health of the DataNode sockets this engine asked for replicas (the health itself is
    * process-wide), for metrics.
    */
-  public List<io.scr.core.internal.health.PathHealth.Status> healthStatus() {
+  public List<io.scr.core.stats.HealthStatus> healthStatus() {
     return opener.healthOfPathsAsked();
   }
 
@@ -279,7 +280,7 @@ public final class ReplicaManager implements Closeable {
   }
 
   /** Every path's backoff counters. */
-  public List<PathBackoff.Status> backoffStatus() {
+  public List<BackoffStatus> backoffStatus() {
     return backoff.snapshot();
   }
 

@@ -1,16 +1,16 @@
 package io.scr.core.internal.replica;
 
 import io.scr.cache.Ticker;
-import io.scr.core.counters.ClientCounters;
-import io.scr.core.counters.PathCounters;
 import io.scr.core.internal.health.DataNodeHealth;
 import io.scr.core.internal.health.DataNodeUnhealthyException;
-import io.scr.core.internal.health.HealthState;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.net.ShortCircuitExchanges;
 import io.scr.core.internal.net.ShortCircuitRefusedException;
 import io.scr.core.internal.read.ReplicaFiles;
+import io.scr.core.stats.ClientCounters;
+import io.scr.core.stats.HealthState;
+import io.scr.core.stats.PathCounters;
 import io.scr.shm.Slot;
 import io.scr.shm.SlotPool;
 import java.io.FileDescriptor;
@@ -97,9 +97,9 @@ final class ReplicaOpener {
   }
 
   /** The health of the paths this engine asked for replicas, by path. */
-  java.util.List<io.scr.core.internal.health.PathHealth.Status> healthOfPathsAsked() {
-    java.util.List<io.scr.core.internal.health.PathHealth.Status> out = new java.util.ArrayList<>();
-    for (io.scr.core.internal.health.PathHealth.Status st : health.snapshot()) {
+  java.util.List<io.scr.core.stats.HealthStatus> healthOfPathsAsked() {
+    java.util.List<io.scr.core.stats.HealthStatus> out = new java.util.ArrayList<>();
+    for (io.scr.core.stats.HealthStatus st : health.snapshot()) {
       if (pathsAsked.contains(st.path())) {
         out.add(st);
       }

@@ -9,8 +9,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.scr.core.FallbackReason;
 import io.scr.core.internal.health.FakeDataNodeSocket;
-import io.scr.core.internal.health.HealthState;
-import io.scr.core.internal.health.PathHealth;
+import io.scr.core.stats.HealthState;
+import io.scr.core.stats.HealthStatus;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
@@ -85,7 +85,7 @@ class LocalDataNodeHealthTest {
       assertEquals(1, client.fallbackCount(FallbackReason.DATANODE_UNHEALTHY));
       assertEquals(1, dn.requests(87), "no fd request to a DataNode that is not healthy");
 
-      PathHealth.Status published =
+      HealthStatus published =
           client.metricsSnapshot().health().stream()
               .filter(s -> s.path().equals(dn.path()))
               .findFirst()

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.internal.net.LivenessProbe;
+import io.scr.core.stats.HealthState;
+import io.scr.core.stats.HealthStatus;
 import io.scr.testing.LogCapture;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -103,7 +105,7 @@ class DataNodeHealthTest {
         log.matching("INFO", "after 8000 ms unresponsive").size(),
         "one INFO on recovery: " + log.all());
 
-    PathHealth.Status s = h.status();
+    HealthStatus s = h.status();
     assertEquals(3, s.transitions());
     assertEquals(1, s.transitionsTo(HealthState.SUSPECT));
     assertEquals(1, s.transitionsTo(HealthState.UNRESPONSIVE));

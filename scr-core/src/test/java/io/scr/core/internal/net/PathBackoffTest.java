@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.scr.core.stats.BackoffStatus;
+import io.scr.core.stats.FailureClass;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
@@ -51,7 +53,7 @@ class PathBackoffTest {
     assertFalse(b.isBackingOff("/p"), "never longer than the maximum");
     b.recordSuccess("/p");
     assertEquals(TimeUnit.SECONDS.toNanos(2), b.recordFailure("/p", FailureClass.CONNECT, "again"));
-    PathBackoff.Status s =
+    BackoffStatus s =
         b.snapshot().stream()
             .filter(x -> x.failureClass() == FailureClass.CONNECT)
             .findFirst()

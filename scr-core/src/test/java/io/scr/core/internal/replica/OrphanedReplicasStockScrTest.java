@@ -10,14 +10,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
-import io.scr.core.counters.ClientCounters;
-import io.scr.core.internal.health.HealthState;
 import io.scr.core.internal.net.DomainConnection;
 import io.scr.core.internal.net.DomainSocketPool;
-import io.scr.core.internal.net.FailureClass;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.net.SegmentConnections;
 import io.scr.core.internal.read.ReadContext;
+import io.scr.core.stats.ClientCounters;
+import io.scr.core.stats.FailureClass;
+import io.scr.core.stats.HealthState;
 import io.scr.shm.Segment;
 import io.scr.shm.Slot;
 import io.scr.testing.DataNodeMode;

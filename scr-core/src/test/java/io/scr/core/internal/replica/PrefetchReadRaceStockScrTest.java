@@ -155,7 +155,7 @@ class PrefetchReadRaceStockScrTest {
     ExtendedBlock absent = new ExtendedBlock(blocks.get(0).getBlock());
     absent.setGenerationStamp(absent.getGenerationStamp() + 1);
     String path = dfs.socketPath(0);
-    Engine scr = Engine.of(fileSystem("race-slots").scrClient());
+    Engine scr = Engine.running(fileSystem("race-slots").getConf());
     try (ReplicaLease a =
         scr.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path)) {
       io.scr.shm.SlotId first = ((LeasedReplica) a).value().slot().id();

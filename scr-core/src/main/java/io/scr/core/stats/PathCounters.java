@@ -1,4 +1,4 @@
-package io.scr.core.counters;
+package io.scr.core.stats;
 
 import java.util.concurrent.atomic.LongAdder;
 

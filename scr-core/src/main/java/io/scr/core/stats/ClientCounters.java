@@ -1,4 +1,4 @@
-package io.scr.core.counters;
+package io.scr.core.stats;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.scr.core.internal.net;
+package io.scr.core.stats;
 
 /**
  * Why a DataNode socket path failed, grouped by how long to leave it alone. Each class has its own

@@ -1,4 +1,4 @@
-package io.scr.core.internal.health;
+package io.scr.core.stats;
 
 /**
  * What scr knows about the DataNode behind one UNIX socket path, from the answers it gets there
