@@ -35,8 +35,11 @@ import java.util.function.LongSupplier;
  * and read timeouts). With a maximum wait of zero the caller still tells one segment's releases
  * before it gives up. Scheduling delays come on top, as for any wait.
  *
- * <p><b>Concurrency contract.</b> Runs on the allocating caller's thread, any number at once, no
- * lock. Each queued caller helps whenever it runs: the oldest takes from the bitmap and tells
+ * <p><b>Concurrency contract.</b> Runs on the allocating caller's thread, any number at once. The
+ * wait itself takes no lock; one path under it does: when the releases a caller tells fail, {@link
+ * ReleaseBatcher} kills that segment, which holds the pool's segment lock for the invalidation
+ * ({@link SegmentTable#kill}: no I/O and no callback under it), so a caller may wait briefly on
+ * that lock behind a refill, a retirement or another kill. Each queued caller helps whenever it runs: the oldest takes from the bitmap and tells
  * pending releases for itself; any other serves the queue in arrival order from the bitmap and from
  * releases it tells. So no waiter depends on one particular thread (the oldest may be descheduled)
  * to make progress. A caller that finds a slot itself while queued leaves the queue; if it was
