@@ -18,7 +18,7 @@ class MetricsDocTest {
     String text = new String(Files.readAllBytes(doc), StandardCharsets.UTF_8);
     String total =
         text.substring(
-            text.indexOf("### Record `Engine`"), text.indexOf("### Record `ScrClientPath`"));
+            text.indexOf("### Record `ScrClient`"), text.indexOf("### Record `ScrClientPath`"));
     String perPath =
         text.substring(text.indexOf("### Record `ScrClientPath`"), text.indexOf("## Summary line"));
     List<String> missing = new ArrayList<>();
