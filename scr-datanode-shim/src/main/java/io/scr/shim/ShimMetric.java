@@ -1,10 +1,10 @@
 package io.scr.shim;
 
+import io.scr.config.MetricKey;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
-import java.util.Locale;
 import org.apache.hadoop.hdfs.protocol.proto.DataTransferProtos.Status;
 import org.apache.hadoop.metrics2.MetricsInfo;
 import org.apache.hadoop.metrics2.lib.Interns;
@@ -18,56 +18,56 @@ import org.apache.hadoop.metrics2.lib.Interns;
  * {@link #names()} returns; a test fails when they disagree. Immutable.
  */
 public enum ShimMetric {
-  FDS_PASSED("FdsPassed", Kind.COUNTER, "fds", "File descriptors passed to clients (sendmsg)"),
-  LIVE_SEGMENTS("LiveSegments", Kind.GAUGE, "segments", "Shared-memory segments held by clients"),
-  LIVE_SLOTS("LiveSlots", Kind.GAUGE, "slots", "Slots registered by clients"),
-  LIVE_CONNECTIONS("LiveConnections", Kind.GAUGE, "connections", "Open client connections"),
+  FDS_PASSED(MetricKey.counter("FdsPassed", "fds", "File descriptors passed to clients (sendmsg)")),
+  LIVE_SEGMENTS(
+      MetricKey.gauge("LiveSegments", "segments", "Shared-memory segments held by clients")),
+  LIVE_SLOTS(MetricKey.gauge("LiveSlots", "slots", "Slots registered by clients")),
+  LIVE_CONNECTIONS(MetricKey.gauge("LiveConnections", "connections", "Open client connections")),
   LIVE_CLIENTS(
-      "LiveClients",
-      Kind.GAUGE,
-      "processes",
-      "Client processes (peer pids) holding a connection, segment or slot"),
+      MetricKey.gauge(
+          "LiveClients",
+          "processes",
+          "Client processes (peer pids) holding a connection, segment or slot")),
   SLOTS_INVALIDATED(
-      "SlotsInvalidated",
-      Kind.COUNTER,
-      "slots",
-      "Slots whose VALID bit the invalidation scan cleared (replica deleted, moved, re-stamped)"),
-  INVALIDATION_SCANS("InvalidationScans", Kind.COUNTER, "scans", "Invalidation scans run"),
+      MetricKey.counter(
+          "SlotsInvalidated",
+          "slots",
+          "Slots whose VALID bit the invalidation scan cleared (replica deleted, moved, re-stamped)")),
+  INVALIDATION_SCANS(MetricKey.counter("InvalidationScans", "scans", "Invalidation scans run")),
   INVALIDATION_SCAN_FAILURES(
-      "InvalidationScanFailures",
-      Kind.COUNTER,
-      "scans",
-      "Invalidation scans that failed (a Throwable); the next one runs at the interval regardless"),
+      MetricKey.counter(
+          "InvalidationScanFailures",
+          "scans",
+          "Invalidation scans that failed (a Throwable); the next one runs at the interval regardless")),
   NON_FINALIZED_REPLICAS_SERVED(
-      "NonFinalizedReplicasServed",
-      Kind.COUNTER,
-      "replicas",
-      "Fd requests served for RBW/RUR replicas"),
+      MetricKey.counter(
+          "NonFinalizedReplicasServed", "replicas", "Fd requests served for RBW/RUR replicas")),
   FD_REQUESTS_MOVED_TO_WORKERS(
-      "FdRequestsMovedToWorkers",
-      Kind.COUNTER,
-      "events",
-      "Times a slow fd request on an event loop, whose thread read from storage (or waited over 10"
-          + " times the bound), sent fd requests to the worker threads for"
-          + " "
-          + ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS),
+      MetricKey.counter(
+          "FdRequestsMovedToWorkers",
+          "events",
+          "Times a slow fd request on an event loop, whose thread read from storage (or waited over 10"
+              + " times the bound), sent fd requests to the worker threads for"
+              + " "
+              + ScrShimKeys.FD_REQUESTS_LOOP_BACKOFF_MS)),
   FD_REQUESTS_SLOW_KEPT_ON_LOOP(
-      "FdRequestsSlowKeptOnLoop",
-      Kind.COUNTER,
-      "requests",
-      "Fd requests slower than "
-          + ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS
-          + " on an event loop that did not move"
-          + " serving: the thread waited for a lock (up to 10 times the bound), a GC or a core, or"
-          + " computed"),
+      MetricKey.counter(
+          "FdRequestsSlowKeptOnLoop",
+          "requests",
+          "Fd requests slower than "
+              + ScrShimKeys.FD_REQUESTS_LOOP_MAX_MS
+              + " on an event loop that did not move"
+              + " serving: the thread waited for a lock (up to 10 times the bound), a GC or a core, or"
+              + " computed")),
   SOCKET_PATH_CHECK_SKIPPED(
-      "SocketPathCheckSkipped",
-      Kind.GAUGE,
-      "flag",
-      "1 when the socket path security check skipped components (a test build of the plugin"
-          + " that trusts a temporary directory): alert on it"),
+      MetricKey.gauge(
+          "SocketPathCheckSkipped",
+          "flag",
+          "1 when the socket path security check skipped components (a test build of the plugin"
+              + " that trusts a temporary directory): alert on it")),
   REJECTIONS_TOTAL(
-      "RejectionsTotal", Kind.COUNTER, "events", "Connections or requests refused, all reasons");
+      MetricKey.counter(
+          "RejectionsTotal", "events", "Connections or requests refused, all reasons"));
 
   /** The record name. */
   public static final String RECORD = "ScrShim";
@@ -82,48 +82,24 @@ public enum ShimMetric {
               Status.ERROR_ACCESS_TOKEN,
               Status.ERROR_UNSUPPORTED));
 
-  /** Whether a metric only grows (counter) or is a current value (gauge). */
-  public enum Kind {
-    /** Monotonic since the shim started. */
-    COUNTER,
-    /** A current value. */
-    GAUGE
+  private final MetricKey key;
+
+  ShimMetric(MetricKey key) {
+    this.key = key;
   }
 
-  private final String metricName;
-  private final Kind kind;
-  private final String unit;
-  private final String desc;
-
-  ShimMetric(String name, Kind kind, String unit, String desc) {
-    this.metricName = name;
-    this.kind = kind;
-    this.unit = unit;
-    this.desc = desc;
+  /** Name, kind, unit and description. */
+  public MetricKey key() {
+    return key;
   }
 
   /** The metric's name as sinks and JMX show it. */
   public String metricName() {
-    return metricName;
-  }
-
-  /** Counter or gauge. */
-  public Kind kind() {
-    return kind;
-  }
-
-  /** The unit ("fds", "slots", ...). */
-  public String unit() {
-    return unit;
-  }
-
-  /** What the metric counts, with its unit. */
-  public String description() {
-    return desc + " (" + unit + ")";
+    return key.name();
   }
 
   MetricsInfo info() {
-    return Interns.info(metricName, description());
+    return Interns.info(key.name(), key.description());
   }
 
   /** The counter of {@code op} requests answered with {@code status}: {@code <Op><Status>}. */
@@ -174,7 +150,7 @@ public enum ShimMetric {
   public static List<String> names() {
     List<String> out = new ArrayList<>();
     for (ShimMetric m : values()) {
-      out.add(m.metricName);
+      out.add(m.key.name());
     }
     for (ShimMetrics.OpKind op : ShimMetrics.OpKind.values()) {
       for (Status s : STATUSES) {
@@ -195,13 +171,7 @@ public enum ShimMetric {
     return out;
   }
 
-  static String camel(String constant) {
-    StringBuilder sb = new StringBuilder();
-    for (String part : constant.toLowerCase(Locale.ROOT).split("_")) {
-      if (!part.isEmpty()) {
-        sb.append(Character.toUpperCase(part.charAt(0))).append(part.substring(1));
-      }
-    }
-    return sb.toString();
+  private static String camel(String constant) {
+    return MetricKey.camel(constant);
   }
 }
