@@ -198,10 +198,7 @@ abstract class AbstractEngineCloseTest {
 
   private static String fallbacks(Point point, FileSystem fs) {
     try {
-      Engine scr =
-          point == Point.SCR_FILESYSTEM
-              ? Engine.running(fs.getConf())
-              : Engine.running(fs.getConf());
+      Engine scr = Engine.running(fs.getConf()); // either point's engine, by its context
       return String.valueOf(scr.metricsSnapshot().fallbacks());
     } catch (RuntimeException e) {
       return e.toString();
