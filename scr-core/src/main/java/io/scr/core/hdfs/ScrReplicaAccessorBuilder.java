@@ -9,10 +9,12 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.ReplicaAccessor;
 import org.apache.hadoop.hdfs.ReplicaAccessorBuilder;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.security.token.Token;
@@ -243,8 +245,38 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
       return last.client;
     }
     Engine client = ScrKeys.CLIENT_ENABLED.get(conf::get) ? client(conf) : null;
+    if (client != null) {
+      warnIfZeroCopyLost(conf);
+    }
     lastConf = new ConfEngine(conf, client);
     return client;
+  }
+
+  /** Whether the zero-copy WARN was logged (once per process). */
+  private static final AtomicBoolean ZERO_COPY_WARNED = new AtomicBoolean();
+
+  /**
+   * Says once per process, as WARN, what a client with stock short-circuit reads and mappings on
+   * loses with the accessor: stock's {@code ExternalBlockReader} maps nothing, so zero-copy reads
+   * of the blocks scr serves are copies, and fail without a fallback pool. Returns whether it
+   * logged now.
+   */
+  static boolean warnIfZeroCopyLost(Configuration conf) {
+    if (ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.get(conf::get)
+        && conf.getBoolean(
+            HdfsClientConfigKeys.Mmap.ENABLED_KEY, HdfsClientConfigKeys.Mmap.ENABLED_DEFAULT)
+        && ZERO_COPY_WARNED.compareAndSet(false, true)) {
+      LOG.warn(
+          "Zero-copy reads (read(ByteBufferPool, int, EnumSet)) of blocks the replica accessor"
+              + " serves are copies into the caller's ByteBufferPool, not mappings as with stock"
+              + " short-circuit reads ({}=true): a caller that passes no pool gets"
+              + " UnsupportedOperationException. fs.hdfs.impl={} maps blocks for zero-copy reads;"
+              + " 'scr doctor' reports this as zero-copy",
+          ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(),
+          ScrFileSystem.class.getName());
+      return true;
+    }
+    return false;
   }
 
   private static Engine client(Configuration conf) {
