@@ -36,18 +36,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Stock's rule.</b> Stock reports what one read found unless every replica of a block failed
  * its checksum (then the client may be at fault, not the replicas). The accessor's findings are
- * held per block until the outcome is known: when another replica of the block is read through the
- * accessor ({@link #servedGood}), or when the accessor hands the block to the stock reader ({@link
- * #handedToStock}) while some replica is not known corrupt, the block's corrupt replicas are
- * reported; when all its replicas are known corrupt, none is (and stock, reading them itself, finds
- * the same and reports none either).
+ * held per block until the outcome is known: when another replica of the block verifies, through
+ * the accessor, a chunk that failed in a corrupt one ({@link #servedGood}), or when the accessor
+ * hands the block to the stock reader ({@link #handedToStock}) while some replica is not known
+ * corrupt, the block's corrupt replicas are reported; when all its replicas are known corrupt, none
+ * is (and stock, reading them itself, finds the same and reports none either).
  *
  * <p><b>Reporting.</b> Two NameNode calls on the reading thread, as stock reports on it: {@code
  * getBlockLocations} of the file, to map the replica's socket back to its DataNode ({@link
- * Engine#socketPathOf}) and to learn the block's replica count, then {@code reportBadBlocks}.
- * The NameNode is {@code fs.defaultFS}'s (the accessor is not told the file system either): a file
- * of another name space, or a default file system that is not HDFS, cannot be reported, and one
- * WARN per replica says so.
+ * Engine#socketPathOf}) and to learn the block's replica count, then {@code reportBadBlocks}. The
+ * NameNode is {@code fs.defaultFS}'s (the accessor is not told the file system either): a file of
+ * another name space, or a default file system that is not HDFS, cannot be reported, and one WARN
+ * per replica says so.
  *
  * <p>Thread-safety: thread-safe. Findings are a concurrent map of per-block sets, each guarded by
  * its own monitor; the decision for a block removes it from the map first, so each finding is
@@ -73,6 +73,9 @@ final class AccessorCorruptionReports {
     /** Socket paths of the DataNodes whose replica failed its checksum. */
     final Set<String> socketPaths = new LinkedHashSet<>();
 
+    /** Block offsets of the chunks that failed. */
+    final Set<Long> badOffsets = new LinkedHashSet<>();
+
     Finding(ExtendedBlock block, String fileName, Configuration conf, Engine engine) {
       this.block = block;
       this.fileName = fileName;
@@ -90,7 +93,8 @@ final class AccessorCorruptionReports {
       Engine engine,
       String fileName,
       ExtendedBlock block,
-      String socketPath) {
+      String socketPath,
+      long badOffset) {
     if (pending.size() >= MAX_BLOCKS) {
       for (String k : new ArrayList<>(pending.keySet())) {
         decide(k, false);
@@ -100,6 +104,7 @@ final class AccessorCorruptionReports {
         pending.computeIfAbsent(key(block), k -> new Finding(block, fileName, conf, engine));
     synchronized (f) {
       f.socketPaths.add(socketPath);
+      f.badOffsets.add(badOffset);
     }
   }
 
@@ -114,11 +119,31 @@ final class AccessorCorruptionReports {
   }
 
   /**
-   * A replica of {@code block} from another DataNode was read through the accessor: the block has a
-   * good replica, so the corrupt ones found are reported.
+   * A replica of {@code block} from another DataNode verified {@code length} bytes at block offset
+   * {@code offset} through the accessor. When they cover a chunk that failed in a corrupt replica,
+   * the corruption is that replica's, not the client's: the corrupt replicas found are reported,
+   * and true returned. (A read of other chunks proves nothing: the replica may be corrupt there
+   * too.)
    */
-  void servedGood(ExtendedBlock block) {
-    decide(key(block), true);
+  boolean servedGood(ExtendedBlock block, long offset, int length) {
+    String key = key(block);
+    Finding f = pending.get(key);
+    if (f == null) {
+      return true; // decided already
+    }
+    boolean covers = false;
+    synchronized (f) {
+      for (long bad : f.badOffsets) {
+        if (bad >= offset && bad < offset + length) {
+          covers = true;
+          break;
+        }
+      }
+    }
+    if (covers) {
+      decide(key, true);
+    }
+    return covers;
   }
 
   /**

@@ -329,8 +329,8 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * holds (the builder is not told which DataNode stock chose, and stock asks the accessor for
    * remote DataNodes too), so a good replica would be reported, and each retry would get the same
    * corrupt cached replica until the read failed. Instead the engine drops and avoids that replica
-   * ({@link Engine#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves
-   * to another location, for which the builder serves another replica or none (stock reads it, and
+   * ({@link Engine#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves to
+   * another location, for which the builder serves another replica or none (stock reads it, and
    * reports a corrupt replica it reads itself against the right DataNode). The corrupt replica is
    * reported to the NameNode against the DataNode that served it, with stock's rule ({@link
    * AccessorCorruptionReports}).
@@ -387,7 +387,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
         throw corrupt(e);
       }
       if (reportCorruptOnGoodRead && n > 0) {
-        goodRead();
+        goodRead(pos, n);
       }
       return n;
     }
@@ -401,15 +401,19 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
         throw corrupt(e);
       }
       if (reportCorruptOnGoodRead && n > 0) {
-        goodRead();
+        goodRead(pos, n);
       }
       return n;
     }
 
-    /** This replica read well: the corrupt ones found before are not the client's fault. */
-    private void goodRead() {
-      reportCorruptOnGoodRead = false;
-      REPORTS.servedGood(block);
+    /**
+     * This replica verified {@code n} bytes at {@code pos}: where they cover a chunk that failed in
+     * another replica, that corruption is the replica's, not the client's.
+     */
+    private void goodRead(long pos, int n) {
+      if (REPORTS.servedGood(block, pos, n)) {
+        reportCorruptOnGoodRead = false;
+      }
     }
 
     /**
@@ -443,7 +447,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     private IOException corrupt(ChecksumException e) {
       String path = lease.socketPath();
       client.replicaFailedChecksum(block, path);
-      REPORTS.found(conf, client, fileName, block, path);
+      REPORTS.found(conf, client, fileName, block, path, e.getPos());
       LOG.warn(
           "Checksum error in the short-circuit replica of {} from the DataNode at {}; scr no longer"
               + " serves it, the stock reader reads another replica, and it is reported to the"
