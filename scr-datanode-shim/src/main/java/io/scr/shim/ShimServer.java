@@ -183,6 +183,10 @@ final class ShimServer implements AutoCloseable {
   /** Servers started in this process: a bind name of its own for each (tests run several). */
   private static final AtomicInteger SERVERS = new AtomicInteger();
 
+  private static long remainingMillis(long deadlineNanos) {
+    return Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
+  }
+
   /** sun_path holds 108 bytes with its terminating NUL. */
   private static final int MAX_SOCKET_PATH = 108;
 
@@ -205,29 +209,48 @@ final class ShimServer implements AutoCloseable {
     return group;
   }
 
-  /** Stops accepting, closes every connection (freeing their segments) and every thread. */
+  /** How long {@link #close()} waits, in all, for the server's threads to finish their work. */
+  static final long CLOSE_WAIT_MILLIS = 10_000;
+
+  /**
+   * Stops accepting, closes every connection (freeing their segments) and every thread. Waits at
+   * most {@value #CLOSE_WAIT_MILLIS} ms in all: a thread stuck in the dataset (a storage call that
+   * never returns, on a worker or an event loop serving an fd request) must not hold up the
+   * DataNode's shutdown; it is left to end on its own (the threads are daemons), as stock leaves a
+   * stuck transfer thread.
+   */
   @Override
   public void close() {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MILLIS);
     if (serverChannel != null) {
-      serverChannel.close().syncUninterruptibly();
+      if (!serverChannel.close().awaitUninterruptibly(remainingMillis(deadline))) {
+        LOG.warn(
+            "scr shim socket {} did not close within {} ms (an event loop is stuck, likely in"
+                + " the dataset); shutting down without it",
+            socketPath,
+            CLOSE_WAIT_MILLIS);
+      }
       serverChannel = null;
     }
     if (channels != null) {
-      channels.close().awaitUninterruptibly(10, TimeUnit.SECONDS);
+      channels.close().awaitUninterruptibly(remainingMillis(deadline));
       channels = null;
     }
     if (workers != null) {
       workers.shutdown();
       try {
-        if (!workers.awaitTermination(10, TimeUnit.SECONDS)) {
-          LOG.warn("scr shim workers did not stop within 10 s");
+        if (!workers.awaitTermination(remainingMillis(deadline), TimeUnit.MILLISECONDS)) {
+          LOG.warn("scr shim workers did not stop within {} ms", CLOSE_WAIT_MILLIS);
+          workers.shutdownNow();
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
     }
     if (group != null) {
-      group.shutdownGracefully(0, 5, TimeUnit.SECONDS).awaitUninterruptibly(10, TimeUnit.SECONDS);
+      group
+          .shutdownGracefully(0, 5, TimeUnit.SECONDS)
+          .awaitUninterruptibly(remainingMillis(deadline));
       group = null;
     }
     workers = null;

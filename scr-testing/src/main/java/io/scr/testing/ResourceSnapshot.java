@@ -53,6 +53,9 @@ public final class ResourceSnapshot {
               + "|org\\.apache\\.hadoop\\.hdfs\\.PeerCache@.*"
               // a DFSClient's renewer outlives its last client by a 60 s grace period:
               + "|LeaseRenewer:.*"
+              // DFSClient's static hedged-read pool (dfs.client.hedged.read.threadpool.size),
+              // never shut down; its idle threads end after 60 s:
+              + "|hedgedRead-\\d+"
               // a JMX client's RMI runtime (scr doctor --pid in a test), JVM-wide once used:
               + "|RMI GC Daemon|RMI Scheduler\\(\\d+\\)|RMI RenewClean-.*");
 

@@ -44,7 +44,8 @@ public final class Doctor {
             new EnvironmentChecks.SharedMemory(),
             new FdLimitCheck(),
             new ClusterSizingCheck(),
-            new EnvironmentChecks.Libhadoop()));
+            new EnvironmentChecks.Libhadoop(),
+            new EnvironmentChecks.AccessorZeroCopy()));
   }
 
   /** Runs {@code checks}; a check that throws yields a FAIL finding naming the exception. */

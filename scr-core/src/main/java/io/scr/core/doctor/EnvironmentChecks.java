@@ -119,4 +119,52 @@ final class EnvironmentChecks {
                   + " here; only a stock DataNode without the scr shim needs it)"));
     }
   }
+
+  /**
+   * Zero-copy reads through the replica accessor: stock's {@code ExternalBlockReader} has no
+   * mapping, so where stock short-circuit reads mapped a block for {@code read(ByteBufferPool, int,
+   * EnumSet)}, the accessor's block is copied into a buffer of the caller's pool, and a caller
+   * without a pool gets {@code UnsupportedOperationException}. Only a client that had stock
+   * short-circuit reads with mappings on loses anything; {@code ScrFileSystem} maps blocks itself.
+   */
+  static final class AccessorZeroCopy implements Check {
+    static final String MMAP_KEY = HdfsClientConfigKeys.Mmap.ENABLED_KEY;
+
+    @Override
+    public String id() {
+      return "zero-copy";
+    }
+
+    @Override
+    public List<Finding> run(DoctorContext ctx) {
+      if (zeroCopyLostToAccessor(ctx.conf())) {
+        return Collections.singletonList(
+            Finding.warn(
+                id(),
+                "the replica accessor serves blocks that stock short-circuit reads would map:"
+                    + " zero-copy reads (read(ByteBufferPool, int, EnumSet)) of them are copies,"
+                    + " and a caller that passes no ByteBufferPool gets"
+                    + " UnsupportedOperationException",
+                "use "
+                    + FILE_SYSTEM_KEY
+                    + "="
+                    + FILE_SYSTEM
+                    + " (it maps blocks for zero-copy reads), or make zero-copy callers pass a"
+                    + " ByteBufferPool"));
+      }
+      return Collections.singletonList(
+          Finding.ok(id(), "zero-copy reads work as they did without scr"));
+    }
+  }
+
+  /**
+   * Whether {@code conf} wires the replica accessor (and not {@code ScrFileSystem}) into a client
+   * whose stock short-circuit reads would map blocks for zero-copy reads.
+   */
+  static boolean zeroCopyLostToAccessor(org.apache.hadoop.conf.Configuration conf) {
+    return conf.get(ACCESSOR_KEY, "").contains(ACCESSOR)
+        && !FILE_SYSTEM.equals(conf.getTrimmed(FILE_SYSTEM_KEY))
+        && ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.get(conf::get)
+        && conf.getBoolean(AccessorZeroCopy.MMAP_KEY, HdfsClientConfigKeys.Mmap.ENABLED_DEFAULT);
+  }
 }

@@ -105,6 +105,14 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   private final GrowingTail tail;
 
   private final ReadFailures failures;
+
+  /**
+   * The socket of the local DataNode that served the last stateful read, when it was served
+   * short-circuit; null when stock's read was the last (its {@code currentNode} answers then).
+   */
+  @GuardedBy("this")
+  private String localCurrentSocket;
+
   private final ZeroCopyReads zeroCopy;
   private final DataNodeSteering steering;
   private final StreamCounters counters;
@@ -145,6 +153,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     validatePositionedReadArgs(position, buffer, offset, length);
     if (length == 0) {
       return 0;
+    }
+    if (offset < 0) {
+      return super.read(position, buffer, offset, length); // stock's answer, whatever it is
     }
     checkReadable();
     ReadContext context = source.readContext();
@@ -250,6 +261,9 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (len == 0) {
       return 0;
     }
+    if (off < 0) {
+      return stockRead(buf, off, len); // stock's answer (IndexOutOfBoundsException, or -1 at EOF)
+    }
     checkReadable();
     ReadContext context = source.readContext();
     int n = readLocalAtPosition(context, context.wrap(buf, off, len));
@@ -257,7 +271,20 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       return n;
     }
     counters.stockReads.increment();
-    return super.read(buf, off, len);
+    return stockRead(buf, off, len);
+  }
+
+  /**
+   * Stock's stateful read: one that read bytes leaves stock's own current block and DataNode (at
+   * the end of the file stock changes neither).
+   */
+  @GuardedBy("this")
+  private int stockRead(byte[] buf, int off, int len) throws IOException {
+    int n = super.read(buf, off, len);
+    if (n > 0) {
+      localCurrentSocket = null;
+    }
+    return n;
   }
 
   @Override
@@ -271,7 +298,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       return n;
     }
     counters.stockReads.increment();
-    return super.read(buf);
+    n = super.read(buf);
+    if (n > 0) {
+      localCurrentSocket = null; // stock's current block and DataNode now, as in stockRead
+    }
+    return n;
   }
 
   /**
@@ -303,8 +334,39 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     }
     if (n > 0) {
       advance(n);
+      becomeCurrent(t, i);
     }
     return n;
+  }
+
+  /**
+   * Makes block {@code i} of {@code t}, just read short-circuit by a stateful or zero-copy read,
+   * the stream's current block and its local DataNode the current DataNode, as stock's {@code
+   * blockSeekTo} leaves them after a read ({@link #getCurrentBlock()}, {@link
+   * #getCurrentDatanode()}); the next stock stateful read sets stock's own again.
+   */
+  @GuardedBy("this")
+  private void becomeCurrent(BlockTable t, int i) {
+    currentLocatedBlock = t.blocks[i];
+    localCurrentSocket = t.socketPaths[i];
+  }
+
+  /**
+   * The DataNode of the last stateful read when it was short-circuit: the location of the current
+   * block whose local socket served it; stock's answer otherwise (its {@code currentNode}).
+   */
+  @Override
+  public synchronized DatanodeInfo getCurrentDatanode() {
+    String socket = localCurrentSocket;
+    LocatedBlock current = currentLocatedBlock;
+    if (socket != null && current != null) {
+      for (DatanodeInfo dn : current.getLocations()) {
+        if (socket.equals(scr.socketPathOf(dn))) {
+          return dn;
+        }
+      }
+    }
+    return super.getCurrentDatanode();
   }
 
   /**
@@ -402,6 +464,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     }
     if (view != null) {
       advance(view.remaining());
+      becomeCurrent(t, i);
       readStatistics.addZeroCopyBytes(view.remaining());
     }
     return view;

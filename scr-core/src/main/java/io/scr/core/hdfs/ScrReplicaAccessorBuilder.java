@@ -9,10 +9,12 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.ChecksumException;
 import org.apache.hadoop.hdfs.ReplicaAccessor;
 import org.apache.hadoop.hdfs.ReplicaAccessorBuilder;
+import org.apache.hadoop.hdfs.client.HdfsClientConfigKeys;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.security.token.block.BlockTokenIdentifier;
 import org.apache.hadoop.security.token.Token;
@@ -59,6 +61,9 @@ import org.slf4j.LoggerFactory;
 public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   private static final Logger LOG = LoggerFactory.getLogger(ScrReplicaAccessorBuilder.class);
   private static final ConcurrentHashMap<String, Engine> CLIENTS = new ConcurrentHashMap<>();
+
+  /** Corrupt replicas found through accessors, until they are reported (or found all bad). */
+  static final AccessorCorruptionReports REPORTS = new AccessorCorruptionReports();
 
   /** The last configuration seen and its engine (null: scr disabled there). */
   private static volatile ConfEngine lastConf;
@@ -138,9 +143,21 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     }
     // numBytes is not used by the DataNode for fd requests; the lease reports the real length.
     ExtendedBlock block = new ExtendedBlock(blockPoolId, blockId, 0, generationStamp);
-    if (!allowShortCircuit) {
-      return buildForOpenFile(client, block);
+    boolean corruptFound = REPORTS.any() && REPORTS.has(block);
+    Accessor accessor =
+        allowShortCircuit ? buildFinalized(client, block) : buildForOpenFile(client, block);
+    if (corruptFound) {
+      if (accessor == null) {
+        REPORTS.handedToStock(block);
+      } else {
+        accessor.reportCorruptOnGoodRead = true;
+      }
     }
+    return accessor;
+  }
+
+  /** The accessor for a block of a closed file, or null (stock reads it). */
+  private Accessor buildFinalized(Engine client, ExtendedBlock block) {
     ReplicaLease lease = client.leaseIfCached(block, fileName);
     if (lease == null) {
       try {
@@ -167,7 +184,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * read). Otherwise null: a stock DataNode's answer would take a TCP round trip, and the stock
    * reader reads the block.
    */
-  private ReplicaAccessor buildForOpenFile(Engine client, ExtendedBlock block) {
+  private Accessor buildForOpenFile(Engine client, ExtendedBlock block) {
     try {
       Token<BlockTokenIdentifier> t = decodeToken(token);
       for (String path : client.localSocketPaths()) {
@@ -191,9 +208,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
           return null; // acknowledged but not on disk yet: stock's DataNode waits for it
         }
         ReplicaLease lease = client.replicaSource().leaseBeingWritten(block, t, path, fileName);
-        return lease == null
-            ? null
-            : new Accessor(client, block, t, lease, verifyChecksum, visibleLength);
+        return lease == null ? null : new Accessor(this, client, block, t, lease, visibleLength);
       }
     } catch (IOException e) {
       LOG.debug("short-circuit read of {} of an open file declined; stock reads it", block, e);
@@ -202,13 +217,13 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   }
 
   /** The accessor for a finalized replica, unless it is shorter than the read (then null). */
-  private ReplicaAccessor accessor(Engine client, ExtendedBlock block, ReplicaLease lease) {
+  private Accessor accessor(Engine client, ExtendedBlock block, ReplicaLease lease) {
     if (visibleLength > lease.length()) {
       // The DataNode's replica is shorter than what the reader may read: let stock handle it.
       lease.close();
       return null;
     }
-    return new Accessor(client, block, null, lease, verifyChecksum, -1);
+    return new Accessor(this, client, block, null, lease, -1);
   }
 
   private static Token<BlockTokenIdentifier> decodeToken(byte[] bytes) throws IOException {
@@ -230,8 +245,38 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
       return last.client;
     }
     Engine client = ScrKeys.CLIENT_ENABLED.get(conf::get) ? client(conf) : null;
+    if (client != null) {
+      warnIfZeroCopyLost(conf);
+    }
     lastConf = new ConfEngine(conf, client);
     return client;
+  }
+
+  /** Whether the zero-copy WARN was logged (once per process). */
+  private static final AtomicBoolean ZERO_COPY_WARNED = new AtomicBoolean();
+
+  /**
+   * Says once per process, as WARN, what a client with stock short-circuit reads and mappings on
+   * loses with the accessor: stock's {@code ExternalBlockReader} maps nothing, so zero-copy reads
+   * of the blocks scr serves are copies, and fail without a fallback pool. Returns whether it
+   * logged now.
+   */
+  static boolean warnIfZeroCopyLost(Configuration conf) {
+    if (ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.get(conf::get)
+        && conf.getBoolean(
+            HdfsClientConfigKeys.Mmap.ENABLED_KEY, HdfsClientConfigKeys.Mmap.ENABLED_DEFAULT)
+        && ZERO_COPY_WARNED.compareAndSet(false, true)) {
+      LOG.warn(
+          "Zero-copy reads (read(ByteBufferPool, int, EnumSet)) of blocks the replica accessor"
+              + " serves are copies into the caller's ByteBufferPool, not mappings as with stock"
+              + " short-circuit reads ({}=true): a caller that passes no pool gets"
+              + " UnsupportedOperationException. fs.hdfs.impl={} maps blocks for zero-copy reads;"
+              + " 'scr doctor' reports this as zero-copy",
+          ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(),
+          ScrFileSystem.class.getName());
+      return true;
+    }
+    return false;
   }
 
   private static Engine client(Configuration conf) {
@@ -286,13 +331,17 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * corrupt cached replica until the read failed. Instead the engine drops and avoids that replica
    * ({@link Engine#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves to
    * another location, for which the builder serves another replica or none (stock reads it, and
-   * reports a corrupt replica it reads itself against the right DataNode).
+   * reports a corrupt replica it reads itself against the right DataNode). The corrupt replica is
+   * reported to the NameNode against the DataNode that served it, with stock's rule ({@link
+   * AccessorCorruptionReports}).
    */
   private static final class Accessor extends ReplicaAccessor {
     private final Engine client;
     private final ExtendedBlock block;
     private final ReplicaLease lease;
     private final boolean verifyChecksum;
+    private final Configuration conf;
+    private final String fileName;
 
     /** The block's token, for the replica state requests of a block being written; else null. */
     private final Token<BlockTokenIdentifier> token;
@@ -303,18 +352,26 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
      */
     private final long readEnd;
 
+    /**
+     * Whether other replicas of the block were found corrupt and await the outcome ({@link
+     * AccessorCorruptionReports}): this replica's first good read reports them.
+     */
+    boolean reportCorruptOnGoodRead;
+
     Accessor(
+        ScrReplicaAccessorBuilder builder,
         Engine client,
         ExtendedBlock block,
         Token<BlockTokenIdentifier> token,
         ReplicaLease lease,
-        boolean verifyChecksum,
         long readEnd) {
       this.client = client;
       this.block = block;
       this.token = token;
       this.lease = lease;
-      this.verifyChecksum = verifyChecksum;
+      this.verifyChecksum = builder.verifyChecksum;
+      this.conf = builder.conf;
+      this.fileName = builder.fileName;
       this.readEnd = readEnd;
     }
 
@@ -323,22 +380,39 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
       if (readEnd >= 0) {
         return read(pos, ByteBuffer.wrap(buf, off, len));
       }
+      int n;
       try {
-        return lease.read(pos, buf, off, len, verifyChecksum);
+        n = lease.read(pos, buf, off, len, verifyChecksum);
       } catch (ChecksumException e) {
         throw corrupt(e);
       }
+      if (reportCorruptOnGoodRead && n > 0) {
+        goodRead(pos, n);
+      }
+      return n;
     }
 
     @Override
     public int read(long pos, ByteBuffer buf) throws IOException {
-      if (readEnd >= 0) {
-        return readBeingWritten(pos, buf);
-      }
+      int n;
       try {
-        return lease.read(pos, buf, verifyChecksum);
+        n = readEnd >= 0 ? readBeingWritten(pos, buf) : lease.read(pos, buf, verifyChecksum);
       } catch (ChecksumException e) {
         throw corrupt(e);
+      }
+      if (reportCorruptOnGoodRead && n > 0) {
+        goodRead(pos, n);
+      }
+      return n;
+    }
+
+    /**
+     * This replica verified {@code n} bytes at {@code pos}: where they cover a chunk that failed in
+     * another replica, that corruption is the replica's, not the client's.
+     */
+    private void goodRead(long pos, int n) {
+      if (REPORTS.servedGood(block, pos, n)) {
+        reportCorruptOnGoodRead = false;
       }
     }
 
@@ -373,9 +447,11 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     private IOException corrupt(ChecksumException e) {
       String path = lease.socketPath();
       client.replicaFailedChecksum(block, path);
+      REPORTS.found(conf, client, fileName, block, path, e.getPos());
       LOG.warn(
           "Checksum error in the short-circuit replica of {} from the DataNode at {}; scr no longer"
-              + " serves it and the stock reader reads another replica: {}",
+              + " serves it, the stock reader reads another replica, and it is reported to the"
+              + " NameNode once another replica of the block reads well: {}",
           block,
           path,
           e.getMessage());

@@ -258,6 +258,38 @@ class DoctorTest {
   }
 
   @Test
+  void theAccessorWithStockShortCircuitOnWarnsThatZeroCopyReadsAreCopies() {
+    Configuration c = new Configuration(false);
+    c.set(
+        "dfs.client.replica.accessor.builder.classes",
+        "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
+    c.setBoolean("dfs.client.read.shortcircuit", true);
+    DoctorContext ctx = DoctorContext.newBuilder(c).fdLimit(65536).build();
+    List<Finding> warned = run(ctx, new EnvironmentChecks.AccessorZeroCopy());
+    assertEquals(Finding.Status.WARN, warned.get(0).status(), warned.toString());
+    assertTrue(
+        warned.get(0).finding().contains("UnsupportedOperationException"), warned.toString());
+
+    c.setBoolean("dfs.client.mmap.enabled", false); // stock would not map either
+    assertEquals(
+        Finding.Status.OK,
+        run(
+                DoctorContext.newBuilder(c).fdLimit(65536).build(),
+                new EnvironmentChecks.AccessorZeroCopy())
+            .get(0)
+            .status());
+    c.setBoolean("dfs.client.mmap.enabled", true);
+    c.setBoolean("dfs.client.read.shortcircuit", false); // stock would read over TCP, unmapped
+    assertEquals(
+        Finding.Status.OK,
+        run(
+                DoctorContext.newBuilder(c).fdLimit(65536).build(),
+                new EnvironmentChecks.AccessorZeroCopy())
+            .get(0)
+            .status());
+  }
+
+  @Test
   void liveDataNodeAnswersTheProtocolAndPassesAnFd() throws Exception {
     Configuration c = DFS.dfs().clientConf();
     c.set(

@@ -607,9 +607,36 @@ public abstract class AbstractReadConformanceTest {
           Throwable t = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
           result = "threw " + t.getClass().getName();
         }
-        return result + ", stream at " + in.getPos();
+        return result + ", stream at " + in.getPos() + publicState((HdfsDataInputStream) in);
       }
     }
+  }
+
+  /**
+   * What {@link HdfsDataInputStream} tells about the stream after a call: its current block and
+   * DataNode (set by stateful reads, not by positional ones), its visible length, its blocks, and
+   * the bytes its read statistics counted.
+   */
+  private static String publicState(HdfsDataInputStream in) throws IOException {
+    org.apache.hadoop.hdfs.protocol.DatanodeInfo dn = in.getCurrentDatanode();
+    StringBuilder blocks = new StringBuilder();
+    try {
+      for (org.apache.hadoop.hdfs.protocol.LocatedBlock lb : in.getAllBlocks()) {
+        blocks.append(' ').append(lb.getBlock()).append('+').append(lb.getStartOffset());
+      }
+    } catch (IOException e) {
+      blocks.append(" threw ").append(e.getClass().getName()); // stock's, for an empty file
+    }
+    return ", current block "
+        + in.getCurrentBlock()
+        + " on "
+        + (dn == null ? null : dn.getXferAddr())
+        + ", visible length "
+        + in.getVisibleLength()
+        + ", blocks ["
+        + blocks
+        + " ], bytes counted "
+        + in.getReadStatistics().getTotalBytesRead();
   }
 
   /** The edge table for a file of {@code length} bytes. */
@@ -700,6 +727,19 @@ public abstract class AbstractReadConformanceTest {
                 in.readFully(b);
                 return bytes(8, b);
               }));
+      // Argument errors: the types InputStream names (IndexOutOfBoundsException), as stock.
+      for (int[] offLen : new int[][] {{-1, 8}, {0, -1}, {4, 8}, {-1, 0}, {9, 0}}) {
+        out.add(
+            new EdgeCase(
+                "read(byte[8], " + offLen[0] + ", " + offLen[1] + ") " + where,
+                at,
+                in -> {
+                  byte[] b = new byte[8];
+                  return bytes(in.read(b, offLen[0], offLen[1]), b);
+                }));
+      }
+      out.add(
+          new EdgeCase("read(null, 0, 8) " + where, at, in -> "returned " + in.read(null, 0, 8)));
       out.add(new EdgeCase("skip(0) " + where, at, in -> "returned " + in.skip(0)));
       out.add(new EdgeCase("skip(8) " + where, at, in -> "returned " + in.skip(8)));
       out.add(new EdgeCase("available() " + where, at, in -> "returned " + in.available()));
@@ -735,6 +775,26 @@ public abstract class AbstractReadConformanceTest {
                 byte[] b = new byte[8];
                 return bytes(in.read(at, b, 0, 8), b);
               }));
+      // Argument errors: the types PositionedReadable names, as stock.
+      for (int[] offLen : new int[][] {{-1, 8}, {0, -1}, {4, 8}, {-1, 0}}) {
+        out.add(
+            new EdgeCase(
+                "read(" + at + ", byte[8], " + offLen[0] + ", " + offLen[1] + ")",
+                0,
+                in -> {
+                  byte[] b = new byte[8];
+                  return bytes(in.read(at, b, offLen[0], offLen[1]), b);
+                }));
+        out.add(
+            new EdgeCase(
+                "readFully(" + at + ", byte[8], " + offLen[0] + ", " + offLen[1] + ")",
+                0,
+                in -> {
+                  byte[] b = new byte[8];
+                  in.readFully(at, b, offLen[0], offLen[1]);
+                  return bytes(0, b);
+                }));
+      }
       out.add(
           new EdgeCase(
               "readFully(" + at + ", byte[0])",
@@ -801,6 +861,14 @@ public abstract class AbstractReadConformanceTest {
                 }));
       }
     }
+    out.add(
+        new EdgeCase(
+            "read(-1, byte[8], 0, 8)",
+            0,
+            in -> {
+              byte[] b = new byte[8];
+              return bytes(in.read(-1, b, 0, 8), b);
+            }));
     return out;
   }
 
