@@ -123,6 +123,13 @@ final class BenchCluster implements AutoCloseable {
     // sun_path holds 107 bytes: a short directory of its own, 0755, owned by this user.
     this.socketDir = Files.createTempDirectory(tmp, "hb-");
     Files.setPosixFilePermissions(socketDir, PosixFilePermissions.fromString("rwxr-xr-x"));
+    if (socketDir.toString().length() + "/scr.65535.sock".length() > 107) {
+      throw new IllegalStateException(
+          "the socket path under "
+              + socketDir
+              + " would exceed sun_path's 107 bytes: start with a shorter -Djava.io.tmpdir"
+              + " (./scr: SCR_TMPDIR)");
+    }
     this.noNativeDir = Files.createDirectories(tree.resolve("no-native"));
     // absolute: the children run in the cluster's directory
     StringBuilder cp = new StringBuilder();

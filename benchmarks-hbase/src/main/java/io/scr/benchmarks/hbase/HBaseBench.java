@@ -155,6 +155,7 @@ public final class HBaseBench {
   public static void main(String[] args) throws Exception {
     Options o = Options.parse(args);
     HBaseBenchReport report = run(o);
+    System.out.println(report.detail());
     System.out.println(report.markdown());
     if (o.json != null) {
       report.writeJson(o.json);
@@ -171,6 +172,7 @@ public final class HBaseBench {
   static HBaseBenchReport run(Options o) throws Exception {
     Shape shape = o.shape;
     HBaseBenchReport report = new HBaseBenchReport(shape, Instant.now().toString());
+    report.flightRecording(o.jfrDir != null);
     log(
         "shape %s: %d rows of %d B, dfs.blocksize %d, %d warm-up + %d measured gets, %d rounds,"
             + " modes %s",
@@ -263,7 +265,7 @@ public final class HBaseBench {
     if (o.jfrDir != null) {
       Files.createDirectories(o.jfrDir);
       Path jfr = o.jfrDir.resolve(String.format("%s-%s-r%d.jfr", shape.name, mode, round));
-      jvm.add("-XX:StartFlightRecording=settings=profile,filename=" + jfr.toAbsolutePath());
+      jvm.add("-XX:StartFlightRecording=settings=default,filename=" + jfr.toAbsolutePath());
     }
     cluster.startHBase(mode, jvm);
     Configuration conf = cluster.clientConf();
