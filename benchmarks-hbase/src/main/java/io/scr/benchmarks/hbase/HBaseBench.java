@@ -37,7 +37,8 @@ import org.apache.hadoop.hbase.util.Bytes;
  *
  * <p>Usage: {@code HBaseBench [--smoke | --shape default|odyssey] [--rounds N] [--rows N] [--gets
  * N] [--warmup N] [--block-size BYTES] [--modes M,M,...] [--no-scan] [--jfr DIR] [--native DIR]
- * [--json FILE] [--doc FILE --charts DIR]}
+ * [--json FILE] [--doc FILE --charts DIR] [--from-json FILE]}; {@code --from-json} renders an
+ * earlier run's results (the doc section, the chart, the page of every round) without running.
  */
 public final class HBaseBench {
   static final TableName TABLE = TableName.valueOf("TestTable");
@@ -56,6 +57,9 @@ public final class HBaseBench {
     Path json;
     Path doc;
     Path charts;
+
+    /** Render this earlier run's results instead of running. */
+    Path fromJson;
 
     static Options parse(String[] args) {
       Options o = new Options();
@@ -116,6 +120,9 @@ public final class HBaseBench {
           case "--charts":
             o.charts = Path.of(args[++i]);
             break;
+          case "--from-json":
+            o.fromJson = Path.of(args[++i]);
+            break;
           default:
             throw new IllegalArgumentException("unknown option " + a);
         }
@@ -154,10 +161,10 @@ public final class HBaseBench {
 
   public static void main(String[] args) throws Exception {
     Options o = Options.parse(args);
-    HBaseBenchReport report = run(o);
+    HBaseBenchReport report = o.fromJson != null ? HBaseBenchReport.readJson(o.fromJson) : run(o);
     System.out.println(report.detail());
     System.out.println(report.markdown());
-    if (o.json != null) {
+    if (o.json != null && o.fromJson == null) {
       report.writeJson(o.json);
       System.out.println("hbase-bench: results in " + o.json);
     }
