@@ -451,7 +451,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
       LOG.warn(
           "Checksum error in the short-circuit replica of {} from the DataNode at {}; scr no longer"
               + " serves it, the stock reader reads another replica, and it is reported to the"
-              + " NameNode once another replica of the block reads well: {}",
+              + " NameNode once another replica verifies the chunk that failed: {}",
           block,
           path,
           e.getMessage());

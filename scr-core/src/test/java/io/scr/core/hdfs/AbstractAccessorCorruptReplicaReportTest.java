@@ -154,11 +154,19 @@ public abstract class AbstractAccessorCorruptReplicaReportTest {
    * Corrupts the replicas on DataNodes {@code indexes} and opens each in the accessor's engine, so
    * the next read meets them before any other replica.
    */
-  private void corruptAndOpen(LocatedBlock lb, int... indexes) throws IOException {
+  private void corruptAndOpen(LocatedBlock lb, int... indexes)
+      throws IOException, InterruptedException {
     for (int index : indexes) {
       corrupt(lb.getBlock(), index);
       String path = dfs().socketPath(index);
+      // On a loaded machine the engine may judge a DataNode unwell for a moment (no probe answer
+      // within 200 ms) and refuse new opens there until a probe answers: bounded retries.
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
       ReplicaLease lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");
+      while (lease == null && System.nanoTime() < deadline) {
+        Thread.sleep(50); // the health state has no listener to wait on
+        lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");
+      }
       assertNotNull(lease, "lease from " + path);
       lease.close();
     }
