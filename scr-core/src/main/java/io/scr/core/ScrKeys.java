@@ -216,8 +216,9 @@ public final class ScrKeys {
               + " it does not raise the deadline and makes the DataNode suspect, so a DataNode that"
               + " is slow (not hung) is read around instead of waited for. A DataNode that lets the deadline pass is suspect"
               + " (two in a row: unresponsive): replicas not open yet are read from other DataNodes"
-              + " until it answers a probe. Process-wide: the first client context that talks to a"
-              + " DataNode sets the health keys.");
+              + " until it answers a probe and then one request, sent from the probe thread rather"
+              + " than a reader's, within this time. Process-wide: the first client context that"
+              + " talks to a DataNode sets the health keys.");
 
   /** Health: the longest deadline. */
   public static final ConfigKey<Long> HEALTH_DEADLINE_MAX_MS =

@@ -64,10 +64,16 @@ class DoctorPidTest {
     String reads = line(out, "process-reads");
     assertTrue(reads.startsWith("WARN"), out);
     assertTrue(reads.contains(" 0 short-circuit reads"), reads);
-    assertTrue(reads.contains("BACKING_OFF") || reads.contains("CONNECT_FAILED"), reads);
+    // The first open's connect fails; the path is dead from then on and admits no open.
+    assertTrue(
+        reads.contains("DATANODE_UNHEALTHY")
+            || reads.contains("BACKING_OFF")
+            || reads.contains("CONNECT_FAILED"),
+        reads);
     String dn = line(out, "process-datanode");
     assertTrue(dn.startsWith("WARN"), out);
     assertTrue(dn.contains("/nonexistent-scr-doctor/dn.sock"), dn);
+    assertTrue(dn.contains("connects fail"), dn);
     assertTrue(dn.contains("may this user traverse"), dn);
   }
 

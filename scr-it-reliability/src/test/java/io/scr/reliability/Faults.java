@@ -24,6 +24,7 @@ import java.util.stream.Collectors;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.protocol.LocatedBlock;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.util.ServicePlugin;
 import org.newsclub.net.unix.AFUNIXSocket;
@@ -92,6 +93,43 @@ final class Faults {
       // DataNode deletions, invalidation scans and idle expiry have no latch to wait on
       TimeUnit.MILLISECONDS.sleep(20);
     }
+  }
+
+  /**
+   * Waits until every DataNode socket of {@code dfs} is usable for new replica opens: healthy and
+   * no longer on trial (a DataNode restarted, or killed and back, is healthy on a probe's word
+   * first, and readers send it nothing until a request sent from the probe thread is answered in
+   * time). Each poll asks for {@code block}'s replica at every socket, which keeps the probes going
+   * and, when no request was remembered for the trial, offers its own; any answer (a refusal of a
+   * block the DataNode does not hold too) ends the trial. Tests that follow a restart call this
+   * instead of assuming the path usable.
+   */
+  static void awaitDataNodesUsable(
+      MiniDfs dfs, io.scr.core.internal.engine.Engine engine, LocatedBlock block)
+      throws InterruptedException {
+    io.scr.core.internal.health.DataNodeHealth health = engine.dataNodeHealth();
+    List<String> paths = new ArrayList<>();
+    for (int i = 0; i < dfs.dataNodes(); i++) {
+      paths.add(dfs.socketPath(i));
+    }
+    await(
+        "every DataNode socket healthy and off trial: " + paths,
+        Duration.ofSeconds(60),
+        () -> {
+          boolean usable = true;
+          for (String p : paths) {
+            if (health.state(p) != io.scr.core.stats.HealthState.HEALTHY || health.onTrial(p)) {
+              usable = false;
+              try (io.scr.core.ReplicaLease l =
+                  engine.lease(block.getBlock(), block.getBlockToken(), p)) {
+                // asked: keeps the probe going, or offers the trial
+              } catch (IOException e) {
+                // the next poll asks again
+              }
+            }
+          }
+          return usable;
+        });
   }
 
   /**

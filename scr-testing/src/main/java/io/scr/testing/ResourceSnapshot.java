@@ -56,6 +56,10 @@ public final class ResourceSnapshot {
               // DFSClient's static hedged-read pool (dfs.client.hedged.read.threadpool.size),
               // never shut down; its idle threads end after 60 s:
               + "|hedgedRead-\\d+"
+              // scr's process-wide DataNode health probe: a dead DataNode is probed up to 60 s
+              // after the last read asked (a restart is seen without a reader), and the thread
+              // ends then, or when the process's last engine closes (DataNodeHealthTest):
+              + "|scr-health-probe"
               // a JMX client's RMI runtime (scr doctor --pid in a test), JVM-wide once used:
               + "|RMI GC Daemon|RMI Scheduler\\(\\d+\\)|RMI RenewClean-.*");
 

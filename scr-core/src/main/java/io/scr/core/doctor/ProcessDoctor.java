@@ -305,13 +305,20 @@ final class ProcessDoctor {
                     + " probe interval of its next answer (docs/operations.md, a hung local"
                     + " DataNode)"));
       }
-      if (backingOff || !failures.isEmpty()) {
+      // A dead path admits no open (its fallbacks are DATANODE_UNHEALTHY, not connect failures):
+      // its finding is the connect failure the probes keep meeting there.
+      boolean deadNow = state == HealthState.DEAD.code();
+      if (backingOff || !failures.isEmpty() || deadNow) {
         out.add(
             Finding.warn(
                 "process-datanode",
                 who
                     + ": "
                     + pathLine
+                    + (deadNow
+                        ? ", connects fail (nobody listens at the socket, or this user cannot"
+                            + " reach it)"
+                        : "")
                     + (failures.isEmpty() ? "" : ", failures " + String.join(", ", failures))
                     + (backingOff ? ", backing off for " + remaining + " ms more" : ""),
                 "CONNECT: is the DataNode running, and may this user traverse the socket's"
@@ -360,7 +367,8 @@ final class ProcessDoctor {
       case DATANODE_TIMEOUT:
       case DATANODE_UNHEALTHY:
         return "the local DataNode did not answer in time or is not running: see the"
-            + " process-datanode-health finding";
+            + " process-datanode-health finding (and process-datanode for a socket no connect"
+            + " reaches)";
       case NOT_CONFIGURED:
         return "no socket path matches a DataNode: run scr doctor as this process's user with its"
             + " configuration (socket-path, masked-keys)";

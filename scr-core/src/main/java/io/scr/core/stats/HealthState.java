@@ -19,10 +19,12 @@ public enum HealthState {
    */
   UNRESPONSIVE(2),
   /**
-   * Nobody listens: no socket file, connection refused, or the connection closed unanswered. A
-   * connect fails at once here, so new opens are not held back by the health: the connect backoff
-   * ({@code scr.backoff.connect.seconds}) and the watch on the socket file decide, and the first
-   * open that succeeds makes it healthy. {@code ScrFileSystem} still steers stock reads off it.
+   * Nobody listens: no socket file, connection refused, or the connection closed unanswered. New
+   * opens go elsewhere until a probe is answered (then one trial request, sent off the read path,
+   * decides; see {@link PathHealth#takeTrial}): a connect here fails at once only until the
+   * DataNode starts again, and a DataNode that has just bound its socket answers its first fd
+   * requests only after hundreds of ms, which a reader that asked would wait. One WARN when
+   * entered.
    */
   DEAD(3);
 
@@ -38,11 +40,11 @@ public enum HealthState {
   }
 
   /**
-   * Whether a replica not open yet may be asked for at this DataNode: healthy, or dead (where
-   * asking costs a failed connect and the backoff rules), not suspect or unresponsive (where asking
-   * costs a whole deadline).
+   * Whether a replica not open yet may be asked for at this DataNode: healthy only. Suspect or
+   * unresponsive, asking costs a whole deadline; dead, a restarting DataNode accepts connections
+   * before it answers them.
    */
   public boolean admitsNewOpens() {
-    return this == HEALTHY || this == DEAD;
+    return this == HEALTHY;
   }
 }

@@ -247,8 +247,9 @@ public final class Engine implements Closeable, EngineState {
 
   /**
    * Whether the DataNode at {@code path} is suspect, unresponsive or dead now (process-wide), or
-   * back on a probe's word with another thread's open testing it: a caller that chooses among
-   * DataNodes (the stock read of a {@code ScrFileSystem} stream) prefers another.
+   * back on a probe's word only, until a request sent off the read path is answered in time: a
+   * caller that chooses among DataNodes (the stock read of a {@code ScrFileSystem} stream) prefers
+   * another.
    */
   public boolean isDataNodeUnwell(String path) {
     return replicas.health().unwell(path);

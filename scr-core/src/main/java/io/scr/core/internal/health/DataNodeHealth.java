@@ -34,22 +34,32 @@ import org.slf4j.LoggerFactory;
  * stock op a DataNode answers without work) runs every {@code scr.client.health.probe.interval.ms}
  * on the injected {@link ProbeScheduler}; its answer makes the path healthy again. No probe runs
  * while every path is healthy, nor for a path no read asked about for {@value
- * #PROBE_WHILE_ASKED_SECONDS} s (the next read that asks starts it again).
+ * #PROBE_WHILE_ASKED_SECONDS} s ({@value #PROBE_WHILE_DEAD_SECONDS} s while it is dead; the next
+ * read that asks starts it again).
  *
- * <p><b>What reads it.</b> A replica open on a path that is suspect or unresponsive is not
- * attempted (the read goes the stock way, counted as {@code DATANODE_UNHEALTHY}; a dead path costs
- * only a failed connect, and its connect backoff decides); {@code ScrFileSystem} streams also steer
- * their stock reads to another replica; replicas already open keep reading.
+ * <p><b>What reads it.</b> A replica open on a path that is suspect, unresponsive or dead is not
+ * attempted (the read goes the stock way, counted as {@code DATANODE_UNHEALTHY}); {@code
+ * ScrFileSystem} streams also steer their stock reads to another replica; replicas already open
+ * keep reading.
+ *
+ * <p><b>Back on a probe's word: a trial off the read path.</b> A probe's answer proves the process
+ * answers, not that it serves fd requests in time (a DataNode restarted after kill -9 answers its
+ * first op 87 after hundreds of ms on a loaded host). So the path is healthy but on trial: no
+ * reader sends a request. The trial is the fd request of the last open asked for there ({@link
+ * #lastRequest}), sent on the probe thread with the path's deadline right after the probe's answer;
+ * failing that, the first open that comes offers its request ({@link #offerTrial}) and reads the
+ * stock way at once. Its answer within the floor ends the trial (every open asks again); a timeout
+ * or a slow answer makes the path suspect again, as a reader's request would have, at no reader's
+ * cost. One trial at a time per path.
  *
  * <p><b>Settings.</b> The process-wide instance takes its {@link HealthPolicy} from the first
  * engine that asks for it; an engine with other {@code scr.client.health.*} values logs once that
  * they are not used.
  *
- * <p>Concurrency: thread-safe. {@link #admitsNewOpens} is a concurrent-map read and a volatile read
- * (and, while a DataNode is back on a probe's word only, one CAS on its trial). Paths are created
- * on first use and kept for the life of the process (a host has a few DataNode sockets). At most
- * one probe per path is scheduled or running (a CAS on the path's flag); the probe runs on the
- * scheduler's thread.
+ * <p>Concurrency: thread-safe. {@link #admitsNewOpens} is a concurrent-map read and volatile reads.
+ * Paths are created on first use and kept for the life of the process (a host has a few DataNode
+ * sockets). At most one probe and one trial per path are scheduled or running (a CAS on the path's
+ * flag for each); both run on the scheduler's thread.
  */
 public final class DataNodeHealth {
   private static final Logger LOG = LoggerFactory.getLogger(DataNodeHealth.class);
@@ -71,6 +81,9 @@ public final class DataNodeHealth {
   /** Told the path of a DataNode that answers again after it was unresponsive or dead. */
   private final java.util.List<java.util.function.Consumer<String>> recoveryListeners =
       new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  /** Whether an engine ever registered ({@link #onRecovery}): then probing ends with the last. */
+  private volatile boolean everRegistered;
 
   /** A registry of its own (tests; production uses {@link #shared}). */
   public DataNodeHealth(
@@ -125,6 +138,20 @@ public final class DataNodeHealth {
       java.util.concurrent.TimeUnit.SECONDS.toNanos(PROBE_WHILE_ASKED_SECONDS);
 
   /**
+   * How long a dead path is probed after the last read that asked about it. A probe of a dead
+   * DataNode is a refused connect (microseconds), and readers that ride out a rolling restart on
+   * replicas open already ask nothing: probed on, the DataNode is seen within a probe interval of
+   * binding its socket again, and its trial is answered before a new block needs it.
+   */
+  static final long PROBE_WHILE_DEAD_SECONDS = 60;
+
+  private static long probeWindowNanos(PathHealth h) {
+    return h.state() == HealthState.DEAD
+        ? java.util.concurrent.TimeUnit.SECONDS.toNanos(PROBE_WHILE_DEAD_SECONDS)
+        : PROBE_WHILE_ASKED_NANOS;
+  }
+
+  /**
    * Whether a replica not open yet may be asked for at {@code path} now. A read that asks about a
    * path that is not healthy keeps its probe going (and restarts one that stopped for want of
    * readers).
@@ -135,7 +162,7 @@ public final class DataNodeHealth {
       return true;
     }
     if (h.state() == HealthState.HEALTHY) {
-      return false; // on trial, another thread's request in flight: the probe has done its part
+      return false; // on trial, the trial request queued or sent: the probe has done its part
     }
     h.askedAt(ticker.read());
     if (!h.probing.get()) {
@@ -157,7 +184,24 @@ public final class DataNodeHealth {
    */
   public Registration onRecovery(java.util.function.Consumer<String> listener) {
     recoveryListeners.add(Objects.requireNonNull(listener, "listener"));
-    return () -> recoveryListeners.remove(listener);
+    everRegistered = true;
+    return () -> {
+      if (recoveryListeners.remove(listener) && recoveryListeners.isEmpty()) {
+        // The last engine closed: nobody reads, so nothing is probed (the probe thread ends
+        // within a probe interval) and no trial request keeps a closed engine reachable.
+        for (PathHealth h : paths.values()) {
+          h.forgetRequest(h.lastRequest());
+        }
+      }
+    };
+  }
+
+  /**
+   * Whether every engine that registered has closed: probes stop then (a health used without
+   * engines, as in its unit tests, probes as long as readers ask).
+   */
+  private boolean noEngineLeft() {
+    return everRegistered && recoveryListeners.isEmpty();
   }
 
   /** A listener's registration; closing it ends the registration (idempotent). */
@@ -178,35 +222,91 @@ public final class DataNodeHealth {
   }
 
   /**
-   * Called just before a replica request is sent to {@code path}: false when the DataNode is back
-   * on a probe's word only and another thread's request is testing it ({@link
-   * PathHealth#takeTrial}). A true answer is followed by {@link #endRequest} when the request ends.
+   * Whether a request may be sent to {@code path} on the calling thread now: healthy, and not on a
+   * probe's word only (then {@link #offerTrial} instead).
    */
-  public boolean beginRequest(String path) {
+  public boolean admitsRequests(String path) {
     PathHealth h = paths.get(path);
-    return h == null || h.takeTrial();
-  }
-
-  /** The request the calling thread began at {@code path} ended (whatever its outcome). */
-  public void endRequest(String path) {
-    PathHealth h = paths.get(path);
-    if (h != null) {
-      h.releaseTrial();
-    }
+    return h == null || h.admitsRequests();
   }
 
   /**
-   * Whether {@code path} is back on a probe's word only: requests go one at a time, so a batch of
-   * opportunistic opens (prefetch) waits for readers' opens to prove it.
+   * Whether {@code path} is back on a probe's word only: no request is sent on a reader's thread
+   * (an open offers its request as the trial, {@link #offerTrial}), nor a batch of opportunistic
+   * opens (prefetch).
    */
   public boolean onTrial(String path) {
     PathHealth h = paths.get(path);
     return h != null && h.onTrial();
   }
 
+  /** One request for a replica, sent as a path's trial on the probe thread. */
+  @FunctionalInterface
+  public interface TrialRequest {
+    /**
+     * Sends the request and waits at most {@code deadlineMs} for the answer (for the connect and
+     * each read and write); returns when it was answered (a refusal included, thrown as {@link
+     * ShortCircuitRefusedException}), releasing what the answer passed.
+     */
+    void send(int deadlineMs) throws IOException;
+  }
+
+  /**
+   * Remembers {@code request}, the fd request of an open asked for at {@code path} now, as the one
+   * to send as the trial when a probe next finds the DataNode answering again (then at once, on the
+   * probe thread, with no reader needed). Cheap: one volatile write.
+   */
+  public void lastRequest(String path, TrialRequest request) {
+    PathHealth h = paths.get(path);
+    if (h != null) {
+      h.lastRequest(request);
+    }
+  }
+
+  /**
+   * Offers {@code request} as the trial of {@code path} when the DataNode there is back on a
+   * probe's word only and no trial is queued or sent: it is then sent on the probe thread, bounded
+   * by the path's deadline, and its answer or failure is fed to the path's health as a reader's
+   * request would be. Never blocks. The caller reads the stock way either way.
+   *
+   * @return whether the request was taken as the trial
+   */
+  public boolean offerTrial(String path, TrialRequest request) {
+    PathHealth h = paths.get(path);
+    if (h == null || !h.takeTrial()) {
+      return false;
+    }
+    scheduler.schedule(() -> runTrial(h, request), 0);
+    return true;
+  }
+
+  /** Sends the trial of {@code h}'s path (scheduler thread). */
+  void runTrial(PathHealth h, TrialRequest request) {
+    try {
+      if (!h.onTrial()) {
+        return; // the path left the trial while this waited for the thread
+      }
+      long start = ticker.read();
+      try {
+        request.send(h.deadlineMillis());
+        h.answered(ticker.read() - start);
+      } catch (IOException e) {
+        if (e instanceof java.io.InterruptedIOException && !isTimeout(e)) {
+          h.forgetRequest(request); // not sent (its engine closed): says nothing of the DataNode
+        }
+        requestFailed(h.path(), e, ticker.read() - start);
+      } catch (RuntimeException e) {
+        LOG.debug("the trial request to {} failed", h.path(), e);
+        h.faltered("the trial request failed: " + e);
+      }
+    } finally {
+      h.trialEnded();
+    }
+  }
+
   /**
    * Whether a reader choosing among DataNodes should prefer another to {@code path} now: not
-   * healthy, or on trial with another thread's open in flight ({@link PathHealth#unwell}).
+   * healthy, or back on a probe's word only ({@link PathHealth#unwell}).
    */
   public boolean unwell(String path) {
     PathHealth h = paths.get(path);
@@ -326,6 +426,10 @@ public final class DataNodeHealth {
         switch (r) {
           case ANSWERED:
             h.probeAnswered();
+            DataNodeHealth.TrialRequest last = h.lastRequest();
+            if (last != null && h.takeTrial()) {
+              runTrial(h, last); // at once, on this thread: no reader needs to come first
+            }
             break;
           case NO_ANSWER:
             h.timedOut("a probe got no answer within " + h.deadlineMillis() + " ms");
@@ -345,7 +449,8 @@ public final class DataNodeHealth {
       }
     }
     if (h.state() != HealthState.HEALTHY
-        && ticker.read() - h.askedAtNanos() < PROBE_WHILE_ASKED_NANOS) {
+        && ticker.read() - h.askedAtNanos() < probeWindowNanos(h)
+        && !noEngineLeft()) {
       scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
       return;
     }
@@ -353,7 +458,8 @@ public final class DataNodeHealth {
     h.probing.set(false);
     // A change after the check above found the flag still set and scheduled nothing.
     if (h.state() != HealthState.HEALTHY
-        && ticker.read() - h.askedAtNanos() < PROBE_WHILE_ASKED_NANOS
+        && ticker.read() - h.askedAtNanos() < probeWindowNanos(h)
+        && !noEngineLeft()
         && h.probing.compareAndSet(false, true)) {
       scheduler.schedule(() -> runProbe(h), h.policy().probeIntervalNanos());
     }

@@ -28,7 +28,8 @@ public final class DataNodeUnhealthyException extends IOException {
         "DataNode at "
             + path
             + (state == HealthState.HEALTHY
-                ? " is back on a probe's answer and another thread's request is testing it"
+                ? " is back on a probe's answer only, and one request sent off the read path is"
+                    + " testing it"
                 : " is " + state.name().toLowerCase(java.util.Locale.ROOT))
             + ": replica not asked for there (read from another DataNode; see the DataNode"
             + " health in scr doctor --pid or the HealthState metric)");

@@ -24,9 +24,9 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>an answer (any status) within the floor</td><td>any</td><td>HEALTHY</td></tr>
  *   <tr><td>an answer slower than the floor, within the deadline</td><td>HEALTHY</td>
  *       <td>SUSPECT</td></tr>
- *   <tr><td>a probe's answer (after the relapse hold, see {@link #probeAnswered}); then one
- *       request at a time is sent until one is answered within the floor (see {@link
- *       #takeTrial})</td>
+ *   <tr><td>a probe's answer (after the relapse hold, see {@link #probeAnswered}); on trial
+ *       until a request is answered within the floor: the trial request is sent off the read
+ *       path, one at a time, and readers send none meanwhile (see {@link #takeTrial})</td>
  *       <td>any</td><td>HEALTHY</td></tr>
  *   <tr><td>no answer within the deadline</td><td>HEALTHY</td><td>SUSPECT</td></tr>
  *   <tr><td>no answer within the deadline</td><td>SUSPECT, DEAD</td><td>UNRESPONSIVE</td></tr>
@@ -40,7 +40,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: thread-safe. {@link #state()} and {@link #deadlineNanos()} are volatile reads
  * (every replica open reads them); events take this object's monitor, which guards the answer-time
- * window and the transition bookkeeping; logging happens after the monitor is released.
+ * window and the transition bookkeeping; logging happens after the monitor is released. The trial
+ * is taken by a CAS ({@link #takeTrial}); the last open's request is a volatile field (a racing
+ * write of another open's request is as good).
  */
 public final class PathHealth {
   private static final Logger LOG = LoggerFactory.getLogger(DataNodeHealth.class);
@@ -111,26 +113,17 @@ public final class PathHealth {
 
   /**
    * Whether the last return to HEALTHY was a probe's answer with no request answered within the
-   * floor since: then requests go one at a time ({@link #trial}) until one is. A probe proves the
-   * process answers, not that it serves fd requests in time; letting every reader in at once would
-   * make all of them pay its delay again.
+   * floor since: then no reader sends a request; one request at a time, the trial ({@link
+   * #takeTrial}), is sent off the read path until one is answered within the floor. A probe proves
+   * the process answers, not that it serves fd requests in time: a DataNode just restarted answers
+   * its first fd requests only after hundreds of ms (a cold JVM), and a reader that sent one would
+   * wait the whole deadline.
    */
   private volatile boolean onTrial;
 
-  /** The request let through while {@link #onTrial}: its thread and when it was let through. */
-  private final java.util.concurrent.atomic.AtomicReference<Trial> trial =
-      new java.util.concurrent.atomic.AtomicReference<>();
-
-  /** The one open a DataNode on trial lets through. Immutable. */
-  private static final class Trial {
-    final Thread thread;
-    final long sinceNanos;
-
-    Trial(Thread thread, long sinceNanos) {
-      this.thread = thread;
-      this.sinceNanos = sinceNanos;
-    }
-  }
+  /** Whether a trial request is queued or being sent ({@link #takeTrial}, {@link #trialEnded}). */
+  private final java.util.concurrent.atomic.AtomicBoolean trial =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   /** When a read last asked about this path while it was not healthy (ticker time). */
   private volatile long askedAtNanos;
@@ -167,64 +160,48 @@ public final class PathHealth {
   }
 
   /**
-   * Whether the calling thread may ask this DataNode for a replica not open yet: healthy or dead
-   * (see {@link HealthState#admitsNewOpens}); and when it is healthy on the word of a probe only,
-   * while no other thread holds the trial ({@link #takeTrial}). Takes nothing.
+   * Whether a replica not open yet may be asked for here: healthy (see {@link
+   * HealthState#admitsNewOpens}); when it is healthy on the word of a probe only, while no trial
+   * request is queued or sent, so that an open goes on far enough to offer its request as the trial
+   * ({@link #takeTrial}) instead of sending it. Takes nothing.
    */
   public boolean admitsNewOpen() {
-    HealthState s = state;
-    if (!s.admitsNewOpens()) {
-      return false;
-    }
-    return s != HealthState.HEALTHY || !onTrial || trialFreeFor(Thread.currentThread());
+    return state == HealthState.HEALTHY && (!onTrial || !trial.get());
   }
 
   /**
-   * Called just before a request for a replica is sent: while the DataNode is healthy on the word
-   * of a probe only, one thread at a time may send one, the first to call this, until a request is
-   * answered within the floor. Returns false when another thread holds the trial. The holder gives
-   * it back with {@link #releaseTrial} when its request ends; one that holds it longer than twice
-   * the deadline has lost it.
+   * Whether a request may be sent on the calling thread now: healthy, and not on the word of a
+   * probe only.
    */
-  public boolean takeTrial() {
-    if (state != HealthState.HEALTHY || !onTrial) {
-      return true;
-    }
-    Thread me = Thread.currentThread();
-    Trial t = trial.get();
-    if (t != null && t.thread == me) {
-      return true;
-    }
-    if (!trialFreeFor(me)) {
-      return false;
-    }
-    return trial.compareAndSet(t, new Trial(me, ticker.read()));
+  public boolean admitsRequests() {
+    return state == HealthState.HEALTHY && !onTrial;
   }
 
-  /** The calling thread's request ended: the trial it held (if any) is free again. */
-  public void releaseTrial() {
-    Trial t = trial.get();
-    if (t != null && t.thread == Thread.currentThread()) {
-      trial.compareAndSet(t, null);
-    }
+  /**
+   * Takes the trial: true when the DataNode is healthy on the word of a probe only and no trial
+   * request is queued or sent; the caller then has one request sent off the read path (its answer
+   * or failure is fed here as any request's) and calls {@link #trialEnded} when it ends.
+   */
+  boolean takeTrial() {
+    return onTrial() && trial.compareAndSet(false, true);
   }
 
-  /** Whether the DataNode is healthy on the word of a probe only (opens go one at a time). */
+  /** The trial request ended (whatever its outcome): the next one may be taken. */
+  void trialEnded() {
+    trial.set(false);
+  }
+
+  /** Whether the DataNode is healthy on the word of a probe only (readers send no requests). */
   public boolean onTrial() {
     return onTrial && state == HealthState.HEALTHY;
   }
 
-  private boolean trialFreeFor(Thread me) {
-    Trial t = trial.get();
-    return t == null || t.thread == me || ticker.read() - t.sinceNanos >= 2 * deadlineNanos();
-  }
-
   /**
-   * Whether a reader choosing among DataNodes should prefer another: not healthy, or on trial with
-   * another thread's open in flight.
+   * Whether a reader choosing among DataNodes should prefer another: not healthy, or healthy on the
+   * word of a probe only (its first requests may be slow: a DataNode just restarted).
    */
   public boolean unwell() {
-    return state != HealthState.HEALTHY || (onTrial && !trialFreeFor(Thread.currentThread()));
+    return state != HealthState.HEALTHY || onTrial;
   }
 
   /** How long a request or probe waits for this DataNode's answer now (ns). */
@@ -259,7 +236,6 @@ public final class PathHealth {
       relapses = 0;
       relapsing = false;
       onTrial = false;
-      trial.set(null);
       if (state == HealthState.HEALTHY) {
         return;
       }
@@ -333,7 +309,6 @@ public final class PathHealth {
       heldNanos = enter(HealthState.HEALTHY, why);
       healedByProbeOnly = byProbe;
       onTrial = byProbe;
-      trial.set(null);
     }
     if (from == HealthState.SUSPECT) {
       LOG.debug("DataNode at {} {}; healthy again", path, why);
@@ -407,6 +382,27 @@ public final class PathHealth {
   /** The policy this path's deadline and probes follow. */
   HealthPolicy policy() {
     return policy;
+  }
+
+  /**
+   * The fd request of the last open asked for here: sent as the trial as soon as a probe finds the
+   * DataNode answering again, so the trial needs no reader to come.
+   */
+  private volatile DataNodeHealth.TrialRequest lastRequest;
+
+  void lastRequest(DataNodeHealth.TrialRequest request) {
+    lastRequest = request;
+  }
+
+  DataNodeHealth.TrialRequest lastRequest() {
+    return lastRequest;
+  }
+
+  /** Forgets {@code request} if it is still the last one (it can no longer be sent). */
+  void forgetRequest(DataNodeHealth.TrialRequest request) {
+    if (lastRequest == request) {
+      lastRequest = null;
+    }
   }
 
   void askedAt(long nanos) {

@@ -91,8 +91,8 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
   private final BiConsumer<String, String> segmentDropped;
 
   /**
-   * Whether the DataNode at a path may be sent a request now (its health): a segment request waits
-   * while it is suspect or unresponsive, as replica opens do.
+   * Whether the DataNode at a path may be sent a segment request now (its health): not while it is
+   * suspect, unresponsive or dead, as replica opens are not.
    */
   private final java.util.function.Predicate<String> admitsRequests;
 
@@ -344,7 +344,7 @@ final class DataNodeEndpoint implements SegmentSource, SlotReleaser, Closeable {
           "DataNode socket " + path + " is backing off after a failure; no segment requested");
     }
     if (!admitsRequests.test(path)) {
-      // Suspect or unresponsive: the pool retries on its own schedule, and at once when the
+      // Suspect, unresponsive or dead: the pool retries on its own schedule, and at once when the
       // DataNode answers again; a request now would wait out the deadline against a hung peer.
       firstSegment.complete(null);
       throw new IOException(

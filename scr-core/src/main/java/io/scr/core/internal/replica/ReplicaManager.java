@@ -112,7 +112,9 @@ public final class ReplicaManager implements Closeable {
             b.outliveDataNode,
             TimeUnit.MILLISECONDS.toNanos(b.staleThresholdMs),
             this.health::faltered,
-            this.health::admitsNewOpens);
+            // Segment requests are sent off the read path (the refill thread): also while the
+            // DataNode is on trial, where they help prove it.
+            path -> h.state(path) == io.scr.core.stats.HealthState.HEALTHY);
     this.recoveryListener = this.health.onRecovery(endpoints::dataNodeAnswers);
     OpenFailures failures = new OpenFailures(b.backoff, endpoints::isClosing);
     this.opener =

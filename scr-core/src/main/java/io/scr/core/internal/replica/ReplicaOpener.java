@@ -178,6 +178,16 @@ final class ReplicaOpener {
       // Not even a connect: a hung DataNode would hold this reader for the whole deadline.
       throw new DataNodeUnhealthyException(socketPath, health.state(socketPath));
     }
+    DataNodeHealth.TrialRequest request =
+        deadlineMs -> trialRequest(block, token, socketPath, deadlineMs);
+    health.lastRequest(socketPath, request); // the trial after the next probe's answer
+    if (health.onTrial(socketPath)) {
+      // Back on a probe's word only: its first fd requests may take the whole deadline (a
+      // DataNode just restarted). This request is sent on the probe thread as the trial, if none
+      // is, and this read goes the stock way now.
+      health.offerTrial(socketPath, request);
+      throw new DataNodeUnhealthyException(socketPath, HealthState.HEALTHY);
+    }
     long start = ticker.read();
     try {
       return openTimed(block, token, socketPath, prefetched, growing);
@@ -197,20 +207,36 @@ final class ReplicaOpener {
     DataNodeEndpoint endpoint = endpoints.endpoint(socketPath);
     Slot slot = endpoint.allocateSlot();
     SlotPool slotPool = endpoint.slotPoolOrNull();
-    if (!health.admitsNewOpens(socketPath) || !health.beginRequest(socketPath)) {
+    if (!health.admitsRequests(socketPath)) {
       // The first segment request of this endpoint waited the whole deadline (it hangs), or the
-      // DataNode is back on a probe's word and another thread's request is testing it: no fd
-      // request now.
+      // DataNode left healthy meanwhile: no fd request now.
       if (slot != null) {
         slotPool.releaseUnregistered(slot);
       }
       HealthState state = health.state(socketPath);
       throw new DataNodeUnhealthyException(socketPath, state, state != HealthState.HEALTHY);
     }
+    return requestAndOpen(block, token, socketPath, prefetched, growing, t0, endpoint, slot);
+  }
+
+  /**
+   * The trial request of a DataNode back on a probe's word ({@link DataNodeHealth#offerTrial}): op
+   * 87 for {@code block} without a slot, bounded by {@code deadlineMs}; the fds it passes are
+   * closed at once (the block's next read opens its replica the usual way once the trial has ended
+   * it). Runs on the probe thread.
+   */
+  private void trialRequest(
+      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, int deadlineMs)
+      throws IOException {
+    if (isClosing()) {
+      // Not sent: says nothing about the DataNode (the health ignores it; the next open offers).
+      throw new java.io.InterruptedIOException("the engine closed before the trial was sent");
+    }
+    FileDescriptor[] fds = new FileDescriptor[2];
     try {
-      return requestAndOpen(block, token, socketPath, prefetched, growing, t0, endpoint, slot);
+      ShortCircuitExchanges.requestFds(pool, socketPath, block, token, null, fds, deadlineMs);
     } finally {
-      health.endRequest(socketPath);
+      closeQuietly(fds);
     }
   }
 

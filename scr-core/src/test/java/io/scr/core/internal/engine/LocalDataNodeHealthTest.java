@@ -60,6 +60,16 @@ class LocalDataNodeHealthTest {
     }
   }
 
+  private static void awaitTrialOver(Engine client, String path) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (client.dataNodeHealth().onTrial(path)) {
+      if (System.nanoTime() - deadline > 0) {
+        fail("the trial request to " + path + " has not ended 30 s after it was offered");
+      }
+      Thread.sleep(10);
+    }
+  }
+
   @Test
   void aHungDataNodeCostsOneDeadlineThenNoRequestUntilItAnswersAProbe() throws Exception {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"));
@@ -95,8 +105,14 @@ class LocalDataNodeHealthTest {
 
       dn.resume();
       awaitHealthy(client, dn.path());
-      assertNull(client.lease(block(3), TOKEN, dn.path()), "this fake refuses every block");
-      assertEquals(2, dn.requests(87), "new opens are asked for there again");
+      assertNull(
+          client.lease(block(3), TOKEN, dn.path()),
+          "back on a probe's word: this open's request is the trial, sent off the read path");
+      assertEquals(2, client.fallbackCount(FallbackReason.DATANODE_UNHEALTHY));
+      awaitTrialOver(client, dn.path());
+      assertEquals(2, dn.requests(87), "the trial asked there (and was refused: an answer)");
+      assertNull(client.lease(block(4), TOKEN, dn.path()), "this fake refuses every block");
+      assertEquals(3, dn.requests(87), "new opens are asked for there again");
       assertEquals(1, client.fallbackCount(FallbackReason.BLOCK_REFUSED));
     }
   }

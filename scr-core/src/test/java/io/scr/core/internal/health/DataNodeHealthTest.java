@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.internal.net.LivenessProbe;
+import io.scr.core.internal.net.ShortCircuitRefusedException;
 import io.scr.core.stats.HealthState;
 import io.scr.core.stats.HealthStatus;
 import io.scr.testing.LogCapture;
@@ -119,9 +120,10 @@ class DataNodeHealthTest {
     assertEquals(HealthState.SUSPECT, h.state());
     h.refused("connection refused");
     assertEquals(HealthState.DEAD, h.state());
-    assertTrue(
+    assertFalse(
         health.admitsNewOpens(h.path()),
-        "a connect fails at once: the connect backoff, not the health, holds opens back");
+        "a DataNode that starts again accepts before it answers: no reader asks until a probe"
+            + " and a trial are answered");
     assertEquals(1, log.matching("WARN", "is not running").size(), log.all().toString());
     h.faltered("a segment closed");
     assertEquals(HealthState.DEAD, h.state(), "a softer sign does not undo a harder one");
@@ -248,51 +250,90 @@ class DataNodeHealthTest {
   }
 
   @Test
-  void backOnAProbesWordItLetsOneRequestThroughAtATimeUntilOneIsAnsweredWithinTheFloor()
-      throws Exception {
+  void backOnAProbesWordNoReaderSendsARequestAndOneTrialOffTheReadPathDecides() {
     String path = dir.resolve("dn.sock").toString();
     PathHealth h = health.of(path);
-    assertTrue(health.beginRequest(path), "healthy: every thread");
-    health.endRequest(path);
-    h.timedOut("op 87");
-    assertFalse(health.admitsNewOpens(path), "suspect: nobody");
-    h.probeAnswered();
+    assertTrue(health.admitsRequests(path), "healthy: every thread sends");
+    assertFalse(health.offerTrial(path, deadlineMs -> {}), "no trial while healthy");
+    h.refused("connection refused"); // kill -9
+    assertFalse(health.admitsNewOpens(path), "dead: nobody");
+    due.clear();
+    h.probeAnswered(); // the DataNode started again and answers probes
     assertEquals(HealthState.HEALTHY, h.state());
     assertTrue(health.onTrial(path));
+    assertFalse(health.admitsRequests(path), "no request on a reader's thread");
+    assertTrue(health.unwell(path), "stock reads are steered elsewhere");
+    assertTrue(health.admitsNewOpens(path), "an open goes on to offer its request as the trial");
 
-    assertTrue(health.admitsNewOpens(path), "asking takes nothing");
-    assertTrue(onOtherThread(() -> health.admitsNewOpens(path)));
-    assertTrue(health.beginRequest(path), "the first thread to send tests it");
-    assertTrue(health.admitsNewOpens(path), "and passes every later check of its open");
-    assertFalse(health.unwell(path), "its own stock read may choose it");
-    assertFalse(onOtherThread(() -> health.admitsNewOpens(path)), "another thread waits its turn");
-    assertFalse(onOtherThread(() -> health.beginRequest(path)));
-    assertTrue(onOtherThread(() -> health.unwell(path)), "and steers its stock reads elsewhere");
+    List<Integer> sent = new ArrayList<>();
+    assertTrue(health.offerTrial(path, deadlineMs -> sent.add(deadlineMs)));
+    assertFalse(health.offerTrial(path, deadlineMs -> sent.add(-1)), "one trial at a time");
+    assertFalse(health.admitsNewOpens(path), "a trial queued: later opens go stock at once");
+    assertTrue(sent.isEmpty(), "nothing is sent on the offering thread");
+    assertEquals(1, due.size());
+    assertEquals(0L, (long) delays.get(delays.size() - 1), "sent at once");
 
-    health.endRequest(path); // its request ended with no answer within the floor (a refusal, say)
-    assertTrue(health.onTrial(path), "still on trial");
-    assertTrue(onOtherThread(() -> health.beginRequest(path)), "the next thread tests it");
-    assertFalse(health.beginRequest(path), "while that one holds it");
-
-    now.addAndGet(2 * h.deadlineNanos());
-    assertTrue(
-        health.beginRequest(path),
-        "a trial that reported nothing for twice the deadline passes to the next thread");
-
-    h.answered(MS); // that request was answered within the floor
-    assertFalse(health.onTrial(path));
-    assertTrue(onOtherThread(() -> health.beginRequest(path)), "every thread again");
-    assertFalse(onOtherThread(() -> health.unwell(path)));
+    runDueProbe(); // the scheduler's thread sends it; answered at once
+    assertEquals(List.of(50), sent, "bounded by the path's deadline (the floor after a restart)");
+    assertFalse(health.onTrial(path), "answered within the floor: the trial is over");
+    assertTrue(health.admitsRequests(path), "every thread sends again");
+    assertFalse(health.unwell(path));
   }
 
-  private static boolean onOtherThread(java.util.concurrent.Callable<Boolean> c) throws Exception {
-    java.util.concurrent.ExecutorService e =
-        java.util.concurrent.Executors.newSingleThreadExecutor();
-    try {
-      return e.submit(c).get();
-    } finally {
-      e.shutdownNow();
+  @Test
+  void theProbeThatFindsTheDataNodeAnsweringSendsTheLastOpensRequestAsTheTrialAtOnce()
+      throws Exception {
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.answering(dir.resolve("dn.sock"))) {
+      PathHealth h = health.of(dn.path());
+      List<Integer> sent = new ArrayList<>();
+      health.lastRequest(dn.path(), deadlineMs -> sent.add(deadlineMs));
+      h.refused("connection refused"); // kill -9; the DataNode is already back
+      probeUntilHealthy(h);
+      assertEquals(List.of(50), sent, "the last open's request, sent by the probe's thread");
+      assertFalse(health.onTrial(dn.path()), "answered within the floor: no reader is needed");
+      assertTrue(health.admitsRequests(dn.path()));
     }
+  }
+
+  @Test
+  void aTrialThatWaitsTheDeadlineOrIsAnsweredLateMakesThePathSuspectAtNoReadersCost() {
+    String path = dir.resolve("dn.sock").toString();
+    PathHealth h = health.of(path);
+    h.refused("connection refused");
+    due.clear();
+    h.probeAnswered();
+    assertTrue(
+        health.offerTrial(
+            path,
+            deadlineMs -> {
+              now.addAndGet(deadlineMs * MS);
+              throw new java.net.SocketTimeoutException("Resource temporarily unavailable");
+            }));
+    runDueProbe();
+    assertEquals(HealthState.SUSPECT, h.state(), "a trial that timed out: suspect again");
+    assertFalse(health.admitsNewOpens(path));
+
+    due.clear();
+    now.addAndGet(TimeUnit.SECONDS.toNanos(6)); // past the relapse hold
+    h.probeAnswered();
+    assertTrue(health.onTrial(path));
+    assertTrue(health.offerTrial(path, deadlineMs -> now.addAndGet(60 * MS)));
+    runDueProbe();
+    assertEquals(HealthState.SUSPECT, h.state(), "answered after more than the floor: suspect");
+
+    due.clear();
+    now.addAndGet(TimeUnit.SECONDS.toNanos(6));
+    h.probeAnswered();
+    assertTrue(
+        health.offerTrial(
+            path,
+            deadlineMs -> {
+              now.addAndGet(MS);
+              throw ShortCircuitRefusedException.rememberedAbsent("no such replica");
+            }));
+    runDueProbe();
+    assertEquals(HealthState.HEALTHY, h.state(), "a refusal within the floor is an answer");
+    assertFalse(health.onTrial(path));
   }
 
   @Test
@@ -346,6 +387,44 @@ class DataNodeHealthTest {
       assertFalse(health.admitsNewOpens(dn.path()));
       assertEquals(1, due.size(), "one probe per path");
     }
+  }
+
+  @Test
+  void aDeadDataNodeIsProbedForAMinuteAfterTheLastAskSoARestartIsSeenWithoutAReader()
+      throws Exception {
+    Path sock = dir.resolve("dn.sock");
+    PathHealth h = health.of(sock.toString());
+    h.refused("connection refused"); // readers ride it out on open replicas: nobody asks
+    now.addAndGet(TimeUnit.SECONDS.toNanos(DataNodeHealth.PROBE_WHILE_ASKED_SECONDS + 1));
+    runDueProbe();
+    assertEquals(HealthState.DEAD, h.state());
+    assertEquals(1, due.size(), "still probed 6 s after the last ask: it is dead, not hung");
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.answering(sock)) {
+      probeUntilHealthy(h); // started again: seen by the probe, no read needed
+    }
+    h.refused("connection refused");
+    now.addAndGet(TimeUnit.SECONDS.toNanos(DataNodeHealth.PROBE_WHILE_DEAD_SECONDS + 1));
+    runDueProbe();
+    assertTrue(due.isEmpty(), "nobody asked for a minute: the probe stops");
+  }
+
+  @Test
+  void whenTheLastEngineClosesNothingIsProbedAnyMore() throws Exception {
+    DataNodeHealth.Registration first = health.onRecovery(path -> {});
+    DataNodeHealth.Registration second = health.onRecovery(path -> {});
+    PathHealth h = health.of(dir.resolve("dn.sock").toString());
+    h.refused("connection refused");
+    runDueProbe();
+    assertEquals(1, due.size(), "dead and an engine open: probed on");
+    first.close();
+    runDueProbe();
+    assertEquals(1, due.size(), "one engine still open: probed on");
+    second.close();
+    runDueProbe();
+    assertTrue(due.isEmpty(), "no engine left: the probe stops (its thread ends)");
+    health.onRecovery(path -> {});
+    assertFalse(health.admitsNewOpens(h.path()), "still dead for an engine made later");
+    assertEquals(1, due.size(), "a later engine's ask starts probing again");
   }
 
   @Test

@@ -32,7 +32,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
 import org.apache.hadoop.hdfs.protocol.LocatedBlock;
+import org.apache.hadoop.security.token.Token;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -62,13 +64,48 @@ class OrphanedReplicasStockScrTest {
     for (FailureClass c : FailureClass.values()) {
       base.put(c, 1);
     }
-    return ReplicaManager.newBuilder(
-            name,
-            DomainSocketPool.newBuilder().build(),
-            new PathBackoff(Ticker.systemTicker(), base, 10))
-        .counters(counters)
-        .outliveDataNode(outlive)
-        .build();
+    ReplicaManager m =
+        ReplicaManager.newBuilder(
+                name,
+                DomainSocketPool.newBuilder().build(),
+                new PathBackoff(Ticker.systemTicker(), base, 10))
+            .counters(counters)
+            .outliveDataNode(outlive)
+            .build();
+    try {
+      awaitTrialOver(m);
+    } catch (Exception e) {
+      m.close();
+      throw new AssertionError(e);
+    }
+    return m;
+  }
+
+  /**
+   * Waits until the DataNode's health (process-wide) is past a trial an earlier test left: a
+   * segment this class closes makes the DataNode suspect, and the probe's answer puts it on trial
+   * until one request, sent off the read path, is answered. A lease of a block it does not hold
+   * offers that request (a refusal is an answer).
+   */
+  private static void awaitTrialOver(ReplicaManager m) throws Exception {
+    String path = DFS.dfs().socketPath(0);
+    ExtendedBlock none =
+        new ExtendedBlock(DFS.dfs().cluster().getNamesystem().getBlockPoolId(), Long.MAX_VALUE);
+    long start = System.nanoTime();
+    while (m.health().state(path) != HealthState.HEALTHY || m.health().onTrial(path)) {
+      if (System.nanoTime() - start > TimeUnit.SECONDS.toNanos(20)) {
+        throw new AssertionError("DataNode health still " + m.health().snapshot());
+      }
+      try {
+        ReplicaLease l = m.lease(none, new Token<>(), path, "/none", null);
+        if (l != null) {
+          l.close();
+        }
+      } catch (org.apache.hadoop.security.token.SecretManager.InvalidToken e) {
+        // an answer too
+      }
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
   }
 
   /** The open replicas of {@code file}'s blocks, each read once through {@code m}. */
