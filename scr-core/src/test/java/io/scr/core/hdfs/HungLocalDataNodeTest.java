@@ -155,8 +155,7 @@ class HungLocalDataNodeTest {
    * while it is on trial: back on a probe's word, an open offers its request as the trial (sent off
    * the read path) and reads the stock way; the trial's answer (a refusal too) ends it.
    */
-  private static void awaitOpensAskedAgain(Engine client, String path, Read read)
-      throws Exception {
+  private static void awaitOpensAskedAgain(Engine client, String path, Read read) throws Exception {
     awaitHealthy(client, path);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (client.dataNodeHealth().onTrial(path)
