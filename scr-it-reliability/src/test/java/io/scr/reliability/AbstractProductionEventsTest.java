@@ -121,9 +121,7 @@ abstract class AbstractProductionEventsTest {
       w.read(new byte[1]);
     }
     Faults.awaitDataNodesUsable(
-        dfs,
-        point.engine(fs),
-        dfs.fileSystem().getClient().getLocatedBlocks(file, 0).get(0));
+        dfs, point.engine(fs), dfs.fileSystem().getClient().getLocatedBlocks(file, 0).get(0));
   }
 
   // ---------------------------------------------------------------- a. DataNode restart
