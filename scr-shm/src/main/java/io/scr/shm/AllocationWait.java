@@ -39,13 +39,13 @@ import java.util.function.LongSupplier;
  * wait itself takes no lock; one path under it does: when the releases a caller tells fail, {@link
  * ReleaseBatcher} kills that segment, which holds the pool's segment lock for the invalidation
  * ({@link SegmentTable#kill}: no I/O and no callback under it), so a caller may wait briefly on
- * that lock behind a refill, a retirement or another kill. Each queued caller helps whenever it runs: the oldest takes from the bitmap and tells
- * pending releases for itself; any other serves the queue in arrival order from the bitmap and from
- * releases it tells. So no waiter depends on one particular thread (the oldest may be descheduled)
- * to make progress. A caller that finds a slot itself while queued leaves the queue; if it was
- * filled meanwhile, the found slot goes on to the next waiter (or the bitmap). It spins (yielding)
- * {@value #SPIN_ROUNDS} rounds, then parks; every event that can let it proceed unparks it, and
- * {@link #MAX_PARK_NANOS} is only a safety net.
+ * that lock behind a refill, a retirement or another kill. Each queued caller helps whenever it
+ * runs: the oldest takes from the bitmap and tells pending releases for itself; any other serves
+ * the queue in arrival order from the bitmap and from releases it tells. So no waiter depends on
+ * one particular thread (the oldest may be descheduled) to make progress. A caller that finds a
+ * slot itself while queued leaves the queue; if it was filled meanwhile, the found slot goes on to
+ * the next waiter (or the bitmap). It spins (yielding) {@value #SPIN_ROUNDS} rounds, then parks;
+ * every event that can let it proceed unparks it, and {@link #MAX_PARK_NANOS} is only a safety net.
  */
 final class AllocationWait {
   /** Queued callers spin (yielding) this many rounds before they park. */

@@ -50,8 +50,8 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
  * HBase's own checksum code runs the same in every mode and only the read path differs.
  *
  * <p>Everything lives under one directory in {@code java.io.tmpdir}, deleted by {@link #close()}.
- * Children are started through {@code setpriv --pdeathsig KILL} when it is installed (they die
- * with the harness even when it is killed) and killed by a shutdown hook otherwise.
+ * Children are started through {@code setpriv --pdeathsig KILL} when it is installed (they die with
+ * the harness even when it is killed) and killed by a shutdown hook otherwise.
  *
  * <p>Not thread-safe: driven from the harness's main thread.
  */
@@ -284,9 +284,9 @@ final class BenchCluster implements AutoCloseable {
   // ------------------------------------------------------------------------------------ HBase
 
   /**
-   * Starts HBase (master, RegionServer and ZooKeeper in one process) with the HDFS client of
-   * {@code mode}, waits until the RegionServer is live and {@code table} (when it exists) is
-   * available; {@code extraJvmFlags} go to its JVM (e.g. a flight recording).
+   * Starts HBase (master, RegionServer and ZooKeeper in one process) with the HDFS client of {@code
+   * mode}, waits until the RegionServer is live and {@code table} (when it exists) is available;
+   * {@code extraJvmFlags} go to its JVM (e.g. a flight recording).
    */
   void startHBase(Mode mode, List<String> extraJvmFlags) throws Exception {
     if (hbase != null && hbase.isAlive()) {

@@ -22,18 +22,17 @@ import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
-import org.apache.hadoop.hbase.util.Bytes;
 
 /**
  * {@code ./scr bench hbase}: HBase's own PerformanceEvaluation (random gets, a scan) through a
- * RegionServer reading from a DataNode, both separate processes, in every read path ({@link
- * Mode}), interleaved in rounds over the same data; the report compares each mode with stock
- * short-circuit reads within each round ({@link HBaseBenchReport}).
+ * RegionServer reading from a DataNode, both separate processes, in every read path ({@link Mode}),
+ * interleaved in rounds over the same data; the report compares each mode with stock short-circuit
+ * reads within each round ({@link HBaseBenchReport}).
  *
  * <p>Data reaches every get from HDFS: the table's column family has {@code BLOCKCACHE => false}
- * (data blocks are never cached; index and bloom blocks are, as in production), except in the
- * floor mode, which turns it on and reads the whole table once before measuring, so no get reads
- * HDFS. The RegionServer's HDFS pread count (FsPReadTime) checks both, per mode.
+ * (data blocks are never cached; index and bloom blocks are, as in production), except in the floor
+ * mode, which turns it on and reads the whole table once before measuring, so no get reads HDFS.
+ * The RegionServer's HDFS pread count (FsPReadTime) checks both, per mode.
  *
  * <p>Usage: {@code HBaseBench [--smoke | --shape default|odyssey] [--rounds N] [--rows N] [--gets
  * N] [--warmup N] [--block-size BYTES] [--modes M,M,...] [--no-scan] [--jfr DIR] [--native DIR]
@@ -42,6 +41,7 @@ import org.apache.hadoop.hbase.util.Bytes;
  */
 public final class HBaseBench {
   static final TableName TABLE = TableName.valueOf("TestTable");
+
   /** PerformanceEvaluation's column family ({@code info0}). */
   private static final byte[] FAMILY = org.apache.hadoop.hbase.PerformanceEvaluation.FAMILY_ZERO;
 
@@ -144,8 +144,8 @@ public final class HBaseBench {
 
   /**
    * The order of a round: the stock DataNode's modes, then the shim's (odd rounds run it backwards,
-   * so the DataNode restarts once per round and no mode always runs first or last). The floor
-   * reads no HDFS and runs with whichever DataNode is up.
+   * so the DataNode restarts once per round and no mode always runs first or last). The floor reads
+   * no HDFS and runs with whichever DataNode is up.
    */
   static Mode[] defaultOrder() {
     return new Mode[] {

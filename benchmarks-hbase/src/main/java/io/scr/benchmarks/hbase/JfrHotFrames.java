@@ -22,11 +22,27 @@ public final class JfrHotFrames {
   /** Layers, checked in this order against each frame from the top of the stack down. */
   private static final String[][] LAYERS = {
     {"scr read path", "io.scr."},
-    {"stock short-circuit (BlockReaderLocal, ShortCircuitCache)", "org.apache.hadoop.hdfs.shortcircuit.", "org.apache.hadoop.hdfs.client.impl.BlockReaderLocal"},
+    {
+      "stock short-circuit (BlockReaderLocal, ShortCircuitCache)",
+      "org.apache.hadoop.hdfs.shortcircuit.",
+      "org.apache.hadoop.hdfs.client.impl.BlockReaderLocal"
+    },
     {"stock HDFS client (DFSInputStream, block readers)", "org.apache.hadoop.hdfs."},
-    {"checksums (HBase's CRC over the block)", "org.apache.hadoop.util.DataChecksum", "org.apache.hadoop.util.NativeCrc32", "java.util.zip.CRC32C"},
+    {
+      "checksums (HBase's CRC over the block)",
+      "org.apache.hadoop.util.DataChecksum",
+      "org.apache.hadoop.util.NativeCrc32",
+      "java.util.zip.CRC32C"
+    },
     {"HFile block read (HBase)", "org.apache.hadoop.hbase.io.hfile.HFileBlock"},
-    {"HFile seek and cells (HBase)", "org.apache.hadoop.hbase.io.hfile.", "org.apache.hadoop.hbase.regionserver.", "org.apache.hadoop.hbase.KeyValue", "org.apache.hadoop.hbase.CellComparator", "org.apache.hadoop.hbase.PrivateCellUtil"},
+    {
+      "HFile seek and cells (HBase)",
+      "org.apache.hadoop.hbase.io.hfile.",
+      "org.apache.hadoop.hbase.regionserver.",
+      "org.apache.hadoop.hbase.KeyValue",
+      "org.apache.hadoop.hbase.CellComparator",
+      "org.apache.hadoop.hbase.PrivateCellUtil"
+    },
     {"RPC and protobuf (HBase)", "org.apache.hadoop.hbase.ipc.", "org.apache.hbase.thirdparty."},
   };
 
@@ -47,9 +63,10 @@ public final class JfrHotFrames {
       if (!e.getEventType().getName().equals("jdk.ExecutionSample")) {
         continue;
       }
-      String thread = e.getThread("sampledThread") == null
-          ? ""
-          : String.valueOf(e.getThread("sampledThread").getJavaName());
+      String thread =
+          e.getThread("sampledThread") == null
+              ? ""
+              : String.valueOf(e.getThread("sampledThread").getJavaName());
       if (!thread.contains("handler")) {
         continue; // RPC handlers serve the gets; the rest is the cluster's background
       }

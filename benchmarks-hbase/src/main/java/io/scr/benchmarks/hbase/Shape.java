@@ -60,6 +60,7 @@ final class Shape {
   }
 
   Shape with(int rows, int warmupGets, int gets, int rounds, long blockSize) {
-    return new Shape(name, rows, valueSize, blockSize, warmupGets, gets, rounds, target, quickStart);
+    return new Shape(
+        name, rows, valueSize, blockSize, warmupGets, gets, rounds, target, quickStart);
   }
 }
