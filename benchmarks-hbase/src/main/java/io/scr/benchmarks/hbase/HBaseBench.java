@@ -205,9 +205,12 @@ public final class HBaseBench {
         for (Mode mode : order) {
           ModeRun r = measure(cluster, o, mode, round);
           report.add(r);
+          if (o.json != null) {
+            report.writeJson(o.json); // what ran so far survives an interrupted run
+          }
           log(
               "round %d %-24s p50 %7.0f µs  p99 %7.0f µs  %6.0f gets/s  scan %7.0f rows/s"
-                  + "  preads/get %.2f  scr %d B (%d fallbacks)  DN TCP %d B  load %.1f",
+                  + "  preads/get %.2f  scr %d reads %d B (%d fallbacks)  DN TCP %d B  load %.1f",
               round,
               mode.label,
               r.p50,
@@ -215,6 +218,7 @@ public final class HBaseBench {
               r.opsPerSecond,
               r.scanRowsPerSecond,
               r.hdfsPreadsPerGet(),
+              r.scrReads,
               r.scrBytes,
               r.scrFallbacks,
               r.dataNodeBytesRead,

@@ -58,6 +58,7 @@ public final class JfrHotFrames {
   static String summarize(Path jfr) throws Exception {
     Map<String, Integer> layers = new HashMap<>();
     Map<String, Integer> tops = new HashMap<>();
+    Map<String, Integer> readTops = new HashMap<>();
     int total = 0;
     for (RecordedEvent e : RecordingFile.readAllEvents(jfr)) {
       if (!e.getEventType().getName().equals("jdk.ExecutionSample")) {
@@ -77,18 +78,34 @@ public final class JfrHotFrames {
       total++;
       List<RecordedFrame> frames = st.getFrames();
       RecordedFrame top = frames.get(0);
-      tops.merge(
-          top.getMethod().getType().getName() + "." + top.getMethod().getName(), 1, Integer::sum);
-      layers.merge(layerOf(frames), 1, Integer::sum);
+      tops.merge(frameName(top), 1, Integer::sum);
+      String layer = layerOf(frames);
+      layers.merge(layer, 1, Integer::sum);
+      if (layer.contains("HDFS") || layer.contains("short-circuit") || layer.startsWith("scr")) {
+        readTops.merge(frameName(top), 1, Integer::sum);
+      }
     }
     StringBuilder sb = new StringBuilder();
     sb.append(String.format(Locale.ROOT, "%s: %d handler samples%n", jfr.getFileName(), total));
     appendTop(sb, "layer (first known frame from the top)", layers, total, 10);
-    appendTop(sb, "top frame", tops, total, 15);
+    appendTop(sb, "top frame", tops, total, 12);
+    appendTop(sb, "top frame of the HDFS read samples (scr and stock layers)", readTops, total, 12);
     return sb.toString();
   }
 
+  private static String frameName(RecordedFrame f) {
+    return f.getMethod().getType().getName() + "." + f.getMethod().getName();
+  }
+
   private static String layerOf(List<RecordedFrame> frames) {
+    // A block-location lookup is a NameNode RPC whatever its top frame (IPC, protobuf, sockets).
+    for (RecordedFrame f : frames) {
+      String m = frameName(f);
+      if (m.equals("org.apache.hadoop.hdfs.DFSClient.getLocatedBlocks")
+          || m.equals("org.apache.hadoop.hdfs.DFSClient.callGetBlockLocations")) {
+        return "block locations from the NameNode (stock DFSClient RPC)";
+      }
+    }
     for (RecordedFrame f : frames) {
       String cls = f.getMethod().getType().getName();
       for (String[] layer : LAYERS) {
