@@ -2,6 +2,8 @@ package io.scr.benchmarks.hbase;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.scr.core.ScrKeys;
+import io.scr.shim.ScrShimKeys;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
@@ -192,7 +194,7 @@ final class BenchCluster implements AutoCloseable {
     nameNode = launch(conf, noNativeDir, main, List.of(), log, List.of("-Xmx384m"));
     Configuration c = new Configuration();
     c.set("fs.defaultFS", uri().toString());
-    c.setBoolean("dfs.client.read.shortcircuit", false);
+    c.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false);
     c.setInt("ipc.client.connect.max.retries", 1);
     c.setInt("ipc.client.connect.retry.interval", 200);
     admin = (DistributedFileSystem) FileSystem.newInstance(uri(), c);
@@ -228,7 +230,7 @@ final class BenchCluster implements AutoCloseable {
     Path home = Files.createDirectories(tree.resolve("datanode"));
     Map<String, String> hdfs = commonHdfsSite();
     hdfs.put("dfs.datanode.data.dir", home.resolve("data").toUri().toString());
-    hdfs.put("dfs.datanode.address", "127.0.0.1:" + dataNodePorts[0]);
+    hdfs.put(ScrKeys.DFS_DATANODE_ADDRESS.name(), "127.0.0.1:" + dataNodePorts[0]);
     hdfs.put("dfs.datanode.http.address", "127.0.0.1:" + dataNodePorts[1]);
     hdfs.put("dfs.datanode.ipc.address", "127.0.0.1:" + dataNodePorts[2]);
     String main;
@@ -238,15 +240,15 @@ final class BenchCluster implements AutoCloseable {
       // The shim plugin's build that trusts the shared temporary directory above its socket
       // directory (the socket directory itself is checked for real).
       hdfs.put("dfs.datanode.plugins", "io.scr.shim.TempDirShimPlugin");
-      hdfs.put("scr.shim.socket.path", shimSocket());
+      hdfs.put(ScrShimKeys.SOCKET_PATH.name(), shimSocket());
       main = "org.apache.hadoop.hdfs.server.datanode.DataNode";
       libraryPath = noNativeDir;
       serving = "scr shim serving short-circuit reads on " + socket(shimSocket());
     } else {
       // A stock DataNode binds its socket only with short-circuit reads on in its own
       // configuration; RelaxedDataNode skips libhadoop's check of the temporary directories.
-      hdfs.put("dfs.client.read.shortcircuit", "true");
-      hdfs.put("dfs.domain.socket.path", stockSocket());
+      hdfs.put(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), "true");
+      hdfs.put(ScrKeys.DFS_DOMAIN_SOCKET_PATH.name(), stockSocket());
       main = RelaxedDataNode.class.getName();
       libraryPath = nativeDir;
       serving = "Listening on UNIX domain socket: " + socket(stockSocket());
@@ -322,25 +324,25 @@ final class BenchCluster implements AutoCloseable {
     site.put("hbase.master.wait.on.regionservers.interval", "200");
     switch (mode.client) {
       case STOCK_TCP:
-        site.put("dfs.client.read.shortcircuit", "false");
+        site.put(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), "false");
         break;
       case STOCK_SCR:
-        site.put("dfs.client.read.shortcircuit", "true");
-        site.put("dfs.domain.socket.path", stockSocket());
+        site.put(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), "true");
+        site.put(ScrKeys.DFS_DOMAIN_SOCKET_PATH.name(), stockSocket());
         // hbase-default.xml's value, stated: stock short-circuit reads with HBase's buffer.
         site.put("dfs.client.read.shortcircuit.buffer.size", "131072");
         break;
       case ACCESSOR:
-        site.put("dfs.client.read.shortcircuit", "false");
+        site.put(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), "false");
         site.put(
             "dfs.client.replica.accessor.builder.classes",
             "io.scr.core.hdfs.ScrReplicaAccessorBuilder");
-        site.put("scr.client.socket.paths", clientSocket(mode));
+        site.put(ScrKeys.CLIENT_SOCKET_PATHS.name(), clientSocket(mode));
         break;
       case SCR_FILE_SYSTEM:
-        site.put("dfs.client.read.shortcircuit", "false");
+        site.put(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), "false");
         site.put("fs.hdfs.impl", "io.scr.core.hdfs.ScrFileSystem");
-        site.put("scr.client.socket.paths", clientSocket(mode));
+        site.put(ScrKeys.CLIENT_SOCKET_PATHS.name(), clientSocket(mode));
         break;
     }
     Path conf = writeConf(home.resolve("conf-" + hbaseStarts), site, "hbase-site.xml");
