@@ -105,14 +105,14 @@ public enum ShimMetric {
   /** The counter of {@code op} requests answered with {@code status}: {@code <Op><Status>}. */
   static MetricsInfo requests(ShimMetrics.OpKind op, Status status) {
     return Interns.info(
-        camel(op.label) + camel(status.name()),
+        MetricKey.camel(op.label) + MetricKey.camel(status.name()),
         "Requests " + op.label + " answered " + status + " (requests)");
   }
 
   /** A latency gauge of {@code op}: {@code <Op>Latency<P50|P99|Max>Micros}. */
   static MetricsInfo latency(ShimMetrics.OpKind op, String which) {
     return Interns.info(
-        camel(op.label) + "Latency" + which + "Micros",
+        MetricKey.camel(op.label) + "Latency" + which + "Micros",
         which
             + " time of "
             + op.label
@@ -125,7 +125,7 @@ public enum ShimMetric {
    */
   static MetricsInfo fdPhase(ShimMetrics.FdPhase phase, String which) {
     return Interns.info(
-        "RequestFdsPhase" + camel(phase.name()) + which + "Micros",
+        "RequestFdsPhase" + MetricKey.camel(phase.name()) + which + "Micros",
         which
             + " time of granted op 87 requests in phase '"
             + phase.label
@@ -142,7 +142,7 @@ public enum ShimMetric {
   /** The counter of refusals for {@code reason}: {@code Rejections<Reason>}. */
   static MetricsInfo rejections(ShimMetrics.Rejection reason) {
     return Interns.info(
-        "Rejections" + camel(reason.name()),
+        "Rejections" + MetricKey.camel(reason.name()),
         "Connections or requests refused because " + reason + " (events)");
   }
 
@@ -169,9 +169,5 @@ public enum ShimMetric {
       out.add(rejections(r).name());
     }
     return out;
-  }
-
-  private static String camel(String constant) {
-    return MetricKey.camel(constant);
   }
 }

@@ -391,14 +391,14 @@ public enum ClientMetric {
   /** The counter of reads that fell back for {@code reason}: {@code Fallback<Reason>}. */
   public static MetricsInfo fallback(FallbackReason reason) {
     return Interns.info(
-        "Fallback" + camel(reason.name()),
+        "Fallback" + MetricKey.camel(reason.name()),
         "Reads sent the stock way because " + reason + " (reads)");
   }
 
   /** The per-path counter of failures of {@code failureClass}: {@code Failures<Class>}. */
   public static MetricsInfo failures(FailureClass failureClass) {
     return Interns.info(
-        "Failures" + camel(failureClass.name()),
+        "Failures" + MetricKey.camel(failureClass.name()),
         "Failures of class " + failureClass + " on this path (failures)");
   }
 
@@ -420,9 +420,5 @@ public enum ClientMetric {
       }
     }
     return out;
-  }
-
-  private static String camel(String constant) {
-    return MetricKey.camel(constant);
   }
 }
