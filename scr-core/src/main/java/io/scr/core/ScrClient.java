@@ -65,7 +65,7 @@ public final class ScrClient implements Closeable {
   public ReplicaLease lease(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
       throws IOException {
-    return engine.lease(block, token, socketPath);
+    return engine.lease(block, token, socketPath, null, null);
   }
 
   /**
@@ -79,7 +79,7 @@ public final class ScrClient implements Closeable {
   public ReplicaLease lease(
       ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
       throws IOException {
-    return engine.lease(block, token, socketPath, fileName);
+    return engine.lease(block, token, socketPath, fileName, null);
   }
 
   /**

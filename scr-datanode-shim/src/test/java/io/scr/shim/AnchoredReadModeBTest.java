@@ -62,7 +62,7 @@ class AnchoredReadModeBTest {
     Engine client = Engine.acquire(conf);
     try {
       ReplicaLease lease =
-          client.lease(block, lb.getBlockToken(), DFS.dfs().socketPath(0), "/anchor");
+          client.lease(block, lb.getBlockToken(), DFS.dfs().socketPath(0), "/anchor", null);
       assertNotNull(lease, "a lease with a slot from the shim");
       try {
         readAnchoredThenUnanchored(lease, expect, block, registry, dn);

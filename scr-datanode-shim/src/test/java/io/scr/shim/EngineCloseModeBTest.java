@@ -86,7 +86,7 @@ class EngineCloseModeBTest {
     try {
       String path = client.socketPathFor(blocks.get(0).getLocations()[0]);
       for (LocatedBlock lb : blocks) {
-        ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path);
+        ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path, null, null);
         assertNotNull(lease, "a lease of " + lb.getBlock());
         lease.close(); // idle in the cache, its slot registered at the shim
       }

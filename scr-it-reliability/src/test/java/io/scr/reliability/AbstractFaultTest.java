@@ -191,7 +191,8 @@ abstract class AbstractFaultTest {
           "a short-circuit lease from the restarted DataNode",
           Duration.ofSeconds(20),
           () -> {
-            try (ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), dn0)) {
+            try (ReplicaLease lease =
+                scr.lease(lb.getBlock(), lb.getBlockToken(), dn0, null, null)) {
               return lease != null && lease.length() == BLOCK;
             } catch (IOException e) {
               return false;
@@ -293,7 +294,7 @@ abstract class AbstractFaultTest {
       Engine scr = Engine.running(fs.getConf());
       byte[] buf = new byte[BLOCK];
       for (LocatedBlock lb : lbs.getLocatedBlocks()) {
-        try (ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), dn0)) {
+        try (ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), dn0, null, null)) {
           assertNotNull(lease, "DataNode 0 serves " + lb.getBlock());
           assertThrows(ChecksumException.class, () -> readBlock(lease, buf, true));
           // Checksums off: the caller gets the bytes as they are on disk (documented).

@@ -121,7 +121,7 @@ final class Faults {
             if (health.state(p) != io.scr.core.stats.HealthState.HEALTHY || health.onTrial(p)) {
               usable = false;
               try (io.scr.core.ReplicaLease l =
-                  engine.lease(block.getBlock(), block.getBlockToken(), p)) {
+                  engine.lease(block.getBlock(), block.getBlockToken(), p, null, null)) {
                 // asked: keeps the probe going, or offers the trial
               } catch (IOException e) {
                 // the next poll asks again

@@ -203,7 +203,7 @@ final class FdLimitChild {
     long fallbacks = scr.fallbackCount(FallbackReason.FD_BUDGET);
     for (int b = 0; b < lbs.locatedBlockCount(); b++) {
       LocatedBlock lb = lbs.get(b);
-      ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), socket);
+      ReplicaLease lease = scr.lease(lb.getBlock(), lb.getBlockToken(), socket, null, null);
       if (lease == null) {
         if (scr.fallbackCount(FallbackReason.FD_BUDGET) == fallbacks) {
           throw new AssertionError(

@@ -2,11 +2,9 @@ package io.scr.core.hdfs;
 
 import io.scr.core.ReplicaLease;
 import io.scr.core.internal.engine.Engine;
-import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.core.internal.replica.TailReads;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.Collections;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -44,35 +42,6 @@ final class GrowingTail {
     this.source = scr.replicaSource();
     this.visibleLengths = visibleLengths;
     this.src = src;
-  }
-
-  /**
-   * Reads {@code lease}, the replica of the block being written {@code lb}, at {@code blockOffset}
-   * into {@code buf}, never past {@code visibleLength} (the stream's length of that block).
-   *
-   * @throws io.scr.core.internal.read.TailNotReadyException for what cannot be served now (never a
-   *     {@code ChecksumException})
-   */
-  int read(
-      ReplicaLease lease,
-      LocatedBlock lb,
-      long blockOffset,
-      ByteBuffer buf,
-      long visibleLength,
-      boolean verifyChecksum,
-      ReadContext context)
-      throws IOException {
-    return source
-        .tailReads()
-        .read(
-            lease,
-            lb.getBlock(),
-            lb.getBlockToken(),
-            blockOffset,
-            buf,
-            visibleLength,
-            verifyChecksum,
-            context);
   }
 
   /**

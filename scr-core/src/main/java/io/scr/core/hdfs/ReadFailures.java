@@ -3,9 +3,7 @@ package io.scr.core.hdfs;
 import io.scr.cache.Ticker;
 import io.scr.core.ReplicaLease;
 import io.scr.core.internal.engine.Engine;
-import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
-import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.hadoop.fs.ChecksumException;
@@ -81,22 +79,12 @@ final class ReadFailures {
   }
 
   /**
-   * What an I/O failure of a short-circuit read means (see the class comment): rethrows the reading
-   * thread's own interrupt; returns true (lease again) the first time a replica channel was closed
-   * under the read by someone else; otherwise demotes the block and returns false (stock path).
+   * A replica channel was closed under a read by someone else (another thread's interrupt where
+   * channels stay interruptible), and the read leased the replica again ({@code LocalRead}).
    */
-  boolean leaseAgainAfter(BlockTable t, int i, IOException e, int attempt) throws IOException {
-    if (Interrupts.isOwnInterrupt(e)) {
-      throw e;
-    }
-    if (e instanceof ClosedChannelException && attempt == 0) {
-      reopens.increment();
-      LOG.debug(
-          "A replica of {} in {} was closed under a read; leasing it again", t.blocks[i], src);
-      return true;
-    }
-    failed(t, i, e);
-    return false;
+  void reopened(LocatedBlock block) {
+    reopens.increment();
+    LOG.debug("A replica of {} in {} was closed under a read; leased it again", block, src);
   }
 
   /**

@@ -6,9 +6,8 @@ import io.scr.core.ReplicaLease;
 import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.MappingBudget;
 import io.scr.core.internal.read.ReadContext;
-import io.scr.core.internal.read.TailNotReadyException;
+import io.scr.core.internal.replica.LocalRead;
 import io.scr.core.internal.replica.ReplicaSource;
-import io.scr.core.internal.replica.TailReads;
 import io.scr.shm.internal.Interrupts;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -44,10 +43,10 @@ import org.slf4j.LoggerFactory;
  * <p><b>Refresh.</b> The table and the demotions are {@link StreamBlocks}'.
  *
  * <p><b>Files being written.</b> The block being written is read short-circuit up to the stream's
- * visible length ({@link TailReads}). That length is measured on open from the local DataNode's
- * memory where it has the scr shim ({@link LocalVisibleLength#onOpen}, in place of stock's TCP
- * RPC), and a stateful read at the end asks the local DataNode again when the replica's block file
- * has grown ({@link GrowingTail}), so a reader can read on without reopening.
+ * visible length (the engine's {@link LocalRead}). That length is measured on open from the local
+ * DataNode's memory where it has the scr shim ({@link LocalVisibleLength#onOpen}, in place of
+ * stock's TCP RPC), and a stateful read at the end asks the local DataNode again when the replica's
+ * block file has grown ({@link GrowingTail}), so a reader can read on without reopening.
  *
  * <p><b>Failures are transient unless they prove otherwise.</b> A failed or refused short-circuit
  * read sends the rest of that read to the stock path; what the failure means for the block, with a
@@ -90,8 +89,11 @@ final class ScrInputStream extends ScrDfsInputStreamBase
 
   private final Engine scr;
 
-  /** Where every short-circuit read of this stream leases its replica. */
+  /** Where zero-copy reads lease their replica. */
   private final ReplicaSource source;
+
+  /** Every other short-circuit read of this stream. */
+  private final LocalRead localRead;
 
   private final StreamBlocks blocks;
 
@@ -139,6 +141,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     this.scr = scr;
     this.tail = new GrowingTail(scr, visibleLengths, src);
     this.source = scr.replicaSource();
+    this.localRead = scr.localRead();
     this.zeroCopy = new ZeroCopyReads(src, mappingBudget);
     this.blocks = new StreamBlocks(this, scr, ticker);
     this.failures = new ReadFailures(src, scr, blocks, ticker, this);
@@ -188,7 +191,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (hit.source == locatedBlocks) {
       int i = hit.indexOf(position);
       if (i >= 0 && hit.socketPaths[i] != null && position + length <= hit.ends[i]) {
-        int n = readLocal(context, hit, i, position, buf, length);
+        int n = readLocal(context, hit, i, position, buf);
         if (n == length) {
           return n;
         }
@@ -213,7 +216,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
         int i = t.indexOf(pos);
         int segment = i >= 0 ? (int) Math.min(wanted - done, t.ends[i] - pos) : wanted - done;
         buf.limit(buf.position() + segment);
-        int n = readBlock(context, t, i, pos, buf, segment, t == hit && i == triedLocal);
+        int n = readBlock(context, t, i, pos, buf, t == hit && i == triedLocal);
         if (n <= 0) {
           break;
         }
@@ -226,23 +229,18 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   }
 
   /**
-   * Reads up to {@code len} bytes at {@code pos} of block {@code i} of {@code t} (or, when {@code i
-   * < 0}, a range the table does not hold) into {@code buf}: the one place a read chooses between
-   * the replica and the stock stream. Short-circuit when the block has a local socket (unless
-   * {@code triedLocal}: this read just failed there), the stock pread for what that does not serve.
+   * Reads up to {@code buf.remaining()} bytes at {@code pos} of block {@code i} of {@code t} (or,
+   * when {@code i < 0}, a range the table does not hold) into {@code buf}: the one place a read
+   * chooses between the replica and the stock stream. Short-circuit when the block has a local
+   * socket (unless {@code triedLocal}: this read just failed there), the stock pread for what that
+   * does not serve.
    */
   private int readBlock(
-      ReadContext context,
-      BlockTable t,
-      int i,
-      long pos,
-      ByteBuffer buf,
-      int len,
-      boolean triedLocal)
+      ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, boolean triedLocal)
       throws IOException {
     int n = -1;
     if (i >= 0 && t.socketPaths[i] != null && !triedLocal) {
-      n = readLocal(context, t, i, pos, buf, len);
+      n = readLocal(context, t, i, pos, buf);
     } else if (i >= 0 && t.socketPaths[i] == null) {
       countUnreachable(t, i);
     }
@@ -328,7 +326,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     buf.limit(buf.position() + segment);
     int n;
     try {
-      n = readLocal(context, t, i, pos, buf, segment);
+      n = readLocal(context, t, i, pos, buf);
     } finally {
       buf.limit(limit);
     }
@@ -447,7 +445,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     if (!dfsClient.getConf().getShortCircuitConf().isShortCircuitMmapEnabled()) {
       return zeroCopy.fallback(ZeroCopyReads.NoZeroCopy.DISABLED);
     }
-    ReplicaLease lease = lease(null, t, i, pos);
+    ReplicaLease lease = zeroCopyLease(t, i, pos);
     if (lease == null) {
       return zeroCopy.fallback(ZeroCopyReads.NoZeroCopy.FAILED);
     }
@@ -501,105 +499,76 @@ final class ScrInputStream extends ScrDfsInputStreamBase
   // ------------------------------------------------------------------ the two ways
 
   /**
-   * Reads up to {@code len} bytes at {@code pos} of block {@code i} from its replica into {@code
-   * buf}; returns the bytes read, or -1 when none (the caller reads the rest the stock way). On a
-   * failure {@code buf}'s position is left just past the bytes returned.
+   * Reads up to {@code buf.remaining()} bytes at {@code pos} of block {@code i} from its replica
+   * into {@code buf} through the engine's {@link LocalRead}; returns the bytes read, or -1 when
+   * none (the caller reads the rest the stock way). On a failure {@code buf}'s position is left
+   * just past the bytes returned.
    *
-   * <p>One lease-and-retry loop for every block; what differs per block is how a lease is read
-   * ({@link #readReplica}): a finalized replica to the block's end, the block being written up to
-   * the visible length the table holds for it ({@link TailReads}). What the block being written
-   * cannot serve now (not yet on disk, the tail moving, a replica recovered under the reader) is
-   * left to the stock read without a corruption report or a demotion: the next read tries again.
+   * <p>What the read's end means for the block is decided here: a failure or refusal demotes it
+   * ({@link ReadFailures}), a corrupt replica is reported, an expired token is refetched; what the
+   * block being written cannot serve now (not yet on disk, the tail moving, a replica recovered
+   * under the reader) is left to the stock read without a corruption report or a demotion: the next
+   * read tries again.
    */
-  private int readLocal(ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf, int len)
-      throws IOException {
-    long blockOffset = pos - t.starts[i];
-    int start = buf.position();
-    int done = 0;
-    for (int attempt = 0; ; attempt++) {
-      ReplicaLease lease = lease(context, t, i, pos + done);
-      if (lease == null) {
-        break;
-      }
-      try {
-        while (done < len) {
-          int n = readReplica(context, lease, t, i, blockOffset + done, buf);
-          if (n <= 0) {
-            break; // the replica is shorter than the NameNode says: the stock path decides
-          }
-          done += n;
-        }
-        break;
-      } catch (TailNotReadyException e) {
-        buf.position(start + done);
-        tail.countFallback();
-        LOG.debug("{} of {}: {}", t.blocks[i].getBlock(), src, e.getMessage());
-        break;
-      } catch (ChecksumException e) {
-        buf.position(start + done);
-        failures.corrupt(
-            t, i, lease.socketPath(), e); // the bytes before the bad chunk were verified
-        break;
-      } catch (IOException e) {
-        buf.position(start + done);
-        if (!failures.leaseAgainAfter(t, i, e, attempt)) {
-          break;
-        }
-      } finally {
-        source.release(context, lease);
-      }
-    }
-    return counted(done);
-  }
-
-  /**
-   * One read of {@code lease} at {@code blockOffset} of block {@code i}: a finalized replica by
-   * {@link ReplicaLease#read}; the block being written by {@link TailReads#read}, never past the
-   * table's end for it, which throws {@link TailNotReadyException} (never a {@link
-   * ChecksumException}) for what it cannot serve now.
-   */
-  private int readReplica(
-      ReadContext context,
-      ReplicaLease lease,
-      BlockTable t,
-      int i,
-      long blockOffset,
-      ByteBuffer buf)
-      throws IOException {
-    if (!t.beingWritten[i]) {
-      return lease.read(blockOffset, buf, verifyChecksum);
-    }
-    return tail.read(
-        lease, t.blocks[i], blockOffset, buf, t.ends[i] - t.starts[i], verifyChecksum, context);
-  }
-
-  /**
-   * Leases the replica of {@code t.blocks[i]} from the engine's {@link ReplicaSource}: with the
-   * thread's spare lease object when {@code context} is given (a replica opened for a growing file
-   * when the block is being written), a new lease (one that outlives the read, for zero-copy reads
-   * of finalized blocks only) when it is null; null when the block goes stock this time.
-   */
-  private ReplicaLease lease(ReadContext context, BlockTable t, int i, long pos)
+  private int readLocal(ReadContext context, BlockTable t, int i, long pos, ByteBuffer buf)
       throws IOException {
     LocatedBlock lb = t.blocks[i];
     OpenPrefetch p = prefetch;
     if (p != null && !p.readerAt(lb)) {
       prefetch = null; // ended: later reads skip it, and close() has nothing to cancel
     }
+    long readEnd = t.beingWritten[i] ? t.ends[i] - t.starts[i] : -1;
+    int n =
+        localRead.read(
+            context,
+            lb.getBlock(),
+            lb.getBlockToken(),
+            t.socketPaths[i],
+            src,
+            readEnd,
+            pos - t.starts[i],
+            buf,
+            verifyChecksum);
+    if (context.wasReopened()) {
+      failures.reopened(lb);
+    }
+    switch (context.stop()) {
+      case NONE:
+        break;
+      case NO_LEASE:
+        failures.noLease(t, i, context.stopCause());
+        break;
+      case BAD_TOKEN:
+        // Refetch the block's locations and token; this read goes stock, the next uses the new one.
+        LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
+        fetchBlockAt(pos + Math.max(n, 0));
+        blocks.rebuild(null);
+        failures.tokenExpired();
+        break;
+      case CORRUPT:
+        failures.corrupt(t, i, context.stopSocket(), (ChecksumException) context.stopCause());
+        break;
+      case FAILED:
+        failures.failed(t, i, context.stopCause());
+        break;
+      case NOT_READY:
+        tail.countFallback();
+        LOG.debug("{} of {}: {}", lb.getBlock(), src, context.stopCause().getMessage());
+        break;
+    }
+    return counted(n);
+  }
+
+  /**
+   * A lease of its own on the replica of {@code t.blocks[i]}, for a zero-copy read of a finalized
+   * block (the buffer keeps it); null when the block goes stock this time.
+   */
+  private ReplicaLease zeroCopyLease(BlockTable t, int i, long pos) throws IOException {
+    LocatedBlock lb = t.blocks[i];
     ReplicaLease lease;
     try {
-      lease =
-          context != null
-              ? source.lease(
-                  context,
-                  lb.getBlock(),
-                  lb.getBlockToken(),
-                  t.socketPaths[i],
-                  src,
-                  t.beingWritten[i])
-              : source.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src);
+      lease = source.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src, null, null);
     } catch (InvalidToken e) {
-      // Refetch the block's locations and token; this read goes stock, the next uses the new one.
       LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
       fetchBlockAt(pos);
       blocks.rebuild(null);

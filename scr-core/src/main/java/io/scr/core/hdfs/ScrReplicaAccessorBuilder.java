@@ -3,7 +3,10 @@ package io.scr.core.hdfs;
 import io.scr.core.ReplicaLease;
 import io.scr.core.ScrKeys;
 import io.scr.core.internal.engine.Engine;
+import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.read.TailSnapshot;
+import io.scr.core.internal.replica.LocalRead;
+import io.scr.core.internal.replica.ReplicaSource;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -64,6 +67,12 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
 
   /** Corrupt replicas found through accessors, until they are reported (or found all bad). */
   static final AccessorCorruptionReports REPORTS = new AccessorCorruptionReports();
+
+  /**
+   * The token a read passes while the accessor has not decoded the block's: a cache hit needs none,
+   * and a miss that the DataNode refuses for it decodes the real one and reads again.
+   */
+  private static final Token<BlockTokenIdentifier> EMPTY_TOKEN = new Token<>();
 
   /** The last configuration seen and its engine (null: scr disabled there). */
   private static volatile ConfEngine lastConf;
@@ -159,9 +168,11 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   /** The accessor for a block of a closed file, or null (stock reads it). */
   private Accessor buildFinalized(Engine client, ExtendedBlock block) {
     ReplicaLease lease = client.leaseIfCached(block, fileName);
+    Token<BlockTokenIdentifier> decoded = null; // a hit needs no token: decoded on a miss only
     if (lease == null) {
       try {
-        lease = client.leaseFromLocalDataNode(block, decodeToken(token), fileName);
+        decoded = decodeToken(token);
+        lease = client.leaseFromLocalDataNode(block, decoded, fileName);
       } catch (IOException e) {
         LOG.debug("short-circuit lease of {} failed; using the stock reader", block, e);
         return null;
@@ -170,7 +181,11 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
         return null;
       }
     }
-    return accessor(client, block, lease);
+    if (visibleLength > lease.length()) {
+      lease.close();
+      return null; // the DataNode's replica is shorter than what the reader may read: stock's
+    }
+    return new Accessor(this, client, block, decoded, lease, -1);
   }
 
   /**
@@ -200,30 +215,26 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
         if (state.generationStamp() != generationStamp) {
           return null; // recovered or appended since the reader learnt the block
         }
-        if (!state.beingWritten()) {
-          ReplicaLease lease = client.replicaSource().lease(block, t, path, fileName);
-          return lease == null ? null : accessor(client, block, lease);
-        }
-        if (state.dataLength() < visibleLength) {
+        if (state.beingWritten() && state.dataLength() < visibleLength) {
           return null; // acknowledged but not on disk yet: stock's DataNode waits for it
         }
-        ReplicaLease lease = client.replicaSource().leaseBeingWritten(block, t, path, fileName);
-        return lease == null ? null : new Accessor(this, client, block, t, lease, visibleLength);
+        ReplicaSource source = client.replicaSource();
+        ReplicaLease lease =
+            source.lease(source.readContext(), block, t, path, fileName, state.beingWritten());
+        if (lease == null) {
+          return null;
+        }
+        if (!state.beingWritten() && visibleLength > lease.length()) {
+          lease.close();
+          return null;
+        }
+        return new Accessor(
+            this, client, block, t, lease, state.beingWritten() ? visibleLength : -1);
       }
     } catch (IOException e) {
       LOG.debug("short-circuit read of {} of an open file declined; stock reads it", block, e);
     }
     return null;
-  }
-
-  /** The accessor for a finalized replica, unless it is shorter than the read (then null). */
-  private Accessor accessor(Engine client, ExtendedBlock block, ReplicaLease lease) {
-    if (visibleLength > lease.length()) {
-      // The DataNode's replica is shorter than what the reader may read: let stock handle it.
-      lease.close();
-      return null;
-    }
-    return new Accessor(this, client, block, null, lease, -1);
   }
 
   private static Token<BlockTokenIdentifier> decodeToken(byte[] bytes) throws IOException {
@@ -322,35 +333,45 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
   }
 
   /**
-   * The accessor: one lease, read by one block reader.
+   * The accessor: the replica of one block on one local DataNode, read by one block reader through
+   * the engine's {@link LocalRead}, as {@code ScrInputStream} reads. The lease the builder took
+   * stays open until the block reader closes the accessor (as stock's block reader holds its
+   * replica), so the replica stays cached and each read's own lease is a cache hit.
    *
    * <p>A checksum mismatch is not passed to the stock stream as a {@link ChecksumException}: stock
-   * would report the DataNode <em>it</em> chose, which need not be the one whose replica the lease
-   * holds (the builder is not told which DataNode stock chose, and stock asks the accessor for
-   * remote DataNodes too), so a good replica would be reported, and each retry would get the same
-   * corrupt cached replica until the read failed. Instead the engine drops and avoids that replica
-   * ({@link Engine#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves to
-   * another location, for which the builder serves another replica or none (stock reads it, and
-   * reports a corrupt replica it reads itself against the right DataNode). The corrupt replica is
-   * reported to the NameNode against the DataNode that served it, with stock's rule ({@link
-   * AccessorCorruptionReports}).
+   * would report the DataNode <em>it</em> chose, which need not be the one whose replica this is
+   * (the builder is not told which DataNode stock chose, and stock asks the accessor for remote
+   * DataNodes too), so a good replica would be reported, and each retry would get the same corrupt
+   * cached replica until the read failed. Instead the engine drops and avoids that replica ({@link
+   * Engine#replicaFailedChecksum}) and the stock stream sees a plain I/O error: it moves to another
+   * location, for which the builder serves another replica or none (stock reads it, and reports a
+   * corrupt replica it reads itself against the right DataNode). The corrupt replica is reported to
+   * the NameNode against the DataNode that served it, with stock's rule ({@link
+   * AccessorCorruptionReports}). Any other failure that leaves a read with no bytes is the stock
+   * stream's to handle, as a failed block reader's.
    */
   private static final class Accessor extends ReplicaAccessor {
     private final Engine client;
+    private final LocalRead reads;
     private final ExtendedBlock block;
-    private final ReplicaLease lease;
+    private final ReplicaLease held;
+    private final String socketPath;
     private final boolean verifyChecksum;
     private final Configuration conf;
     private final String fileName;
+    private final byte[] tokenBytes;
 
-    /** The block's token, for the replica state requests of a block being written; else null. */
-    private final Token<BlockTokenIdentifier> token;
+    /** The block's token, decoded on the first read that needs it (a miss); null until then. */
+    private Token<BlockTokenIdentifier> token;
 
     /**
      * Where the read stock is making ends, for a block being written (never a byte past it: it is
      * within stock's visible length); -1 for a finalized replica.
      */
     private final long readEnd;
+
+    /** Set once the replica failed verification: every later read fails with it. */
+    private IOException corrupt;
 
     /**
      * Whether other replicas of the block were found corrupt and await the outcome ({@link
@@ -363,12 +384,15 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
         Engine client,
         ExtendedBlock block,
         Token<BlockTokenIdentifier> token,
-        ReplicaLease lease,
+        ReplicaLease held,
         long readEnd) {
       this.client = client;
+      this.held = held;
+      this.reads = client.localRead();
       this.block = block;
       this.token = token;
-      this.lease = lease;
+      this.tokenBytes = builder.token;
+      this.socketPath = held.socketPath();
       this.verifyChecksum = builder.verifyChecksum;
       this.conf = builder.conf;
       this.fileName = builder.fileName;
@@ -377,33 +401,65 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
 
     @Override
     public int read(long pos, byte[] buf, int off, int len) throws IOException {
-      if (readEnd >= 0) {
-        return read(pos, ByteBuffer.wrap(buf, off, len));
-      }
-      int n;
-      try {
-        n = lease.read(pos, buf, off, len, verifyChecksum);
-      } catch (ChecksumException e) {
-        throw corrupt(e);
-      }
-      if (reportCorruptOnGoodRead && n > 0) {
-        goodRead(pos, n);
-      }
-      return n;
+      return read(pos, ByteBuffer.wrap(buf, off, len));
     }
 
     @Override
     public int read(long pos, ByteBuffer buf) throws IOException {
-      int n;
-      try {
-        n = readEnd >= 0 ? readBeingWritten(pos, buf) : lease.read(pos, buf, verifyChecksum);
-      } catch (ChecksumException e) {
-        throw corrupt(e);
+      if (corrupt != null) {
+        throw corrupt;
       }
-      if (reportCorruptOnGoodRead && n > 0) {
+      if (!buf.hasRemaining()) {
+        return 0;
+      }
+      ReadContext context = client.replicaSource().readContext();
+      int n = readOnce(context, pos, buf);
+      if (context.stop() == ReadContext.Stop.BAD_TOKEN && token == null) {
+        token = decodeToken(tokenBytes); // leased on a miss: the DataNode wants the real token
+        n = readOnce(context, pos, buf);
+      }
+      if (n > 0 && reportCorruptOnGoodRead) {
         goodRead(pos, n);
       }
-      return n;
+      switch (context.stop()) {
+        case NONE:
+          return n;
+        case CORRUPT:
+          corrupt = corrupt((ChecksumException) context.stopCause());
+          if (n > 0) {
+            return n; // the chunks before the bad one were verified
+          }
+          throw corrupt;
+        default:
+          if (n > 0) {
+            return n;
+          }
+          IOException cause = context.stopCause();
+          throw cause != null
+              ? cause
+              : new IOException(
+                  "the replica of "
+                      + block
+                      + " on the local DataNode at "
+                      + socketPath
+                      + " cannot be read short-circuit now ("
+                      + context.stop()
+                      + "): the stock reader takes over");
+      }
+    }
+
+    private int readOnce(ReadContext context, long pos, ByteBuffer buf) throws IOException {
+      Token<BlockTokenIdentifier> t = token;
+      return reads.read(
+          context,
+          block,
+          t != null ? t : EMPTY_TOKEN,
+          socketPath,
+          fileName,
+          readEnd,
+          pos,
+          buf,
+          verifyChecksum);
     }
 
     /**
@@ -416,50 +472,21 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
       }
     }
 
-    /**
-     * Fills {@code buf} up to the read's end from the replica of the block being written: the
-     * DataNode reported those bytes on disk when this accessor was built, so a read that cannot
-     * serve them (a recovery truncated the replica since) fails, and stock reads elsewhere.
-     */
-    private int readBeingWritten(long pos, ByteBuffer buf) throws IOException {
-      int done = 0;
-      while (buf.hasRemaining() && pos + done < readEnd) {
-        int n =
-            client
-                .tailReads()
-                .read(
-                    lease,
-                    block,
-                    token,
-                    pos + done,
-                    buf,
-                    readEnd,
-                    verifyChecksum,
-                    client.replicaSource().readContext());
-        if (n <= 0) {
-          break;
-        }
-        done += n;
-      }
-      return done > 0 ? done : (buf.hasRemaining() ? -1 : 0);
-    }
-
     private IOException corrupt(ChecksumException e) {
-      String path = lease.socketPath();
-      client.replicaFailedChecksum(block, path);
-      REPORTS.found(conf, client, fileName, block, path, e.getPos());
+      client.replicaFailedChecksum(block, socketPath);
+      REPORTS.found(conf, client, fileName, block, socketPath, e.getPos());
       LOG.warn(
           "Checksum error in the short-circuit replica of {} from the DataNode at {}; scr no longer"
               + " serves it, the stock reader reads another replica, and it is reported to the"
               + " NameNode once another replica verifies the chunk that failed: {}",
           block,
-          path,
+          socketPath,
           e.getMessage());
       return new IOException(
           "short-circuit replica of "
               + block
               + " from the DataNode at "
-              + path
+              + socketPath
               + " failed checksum verification (scr will not serve it again; the stock reader"
               + " takes over): "
               + e.getMessage(),
@@ -468,7 +495,7 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
 
     @Override
     public void close() {
-      lease.close();
+      held.close();
     }
 
     @Override

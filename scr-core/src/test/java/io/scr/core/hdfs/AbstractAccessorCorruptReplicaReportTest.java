@@ -162,10 +162,10 @@ public abstract class AbstractAccessorCorruptReplicaReportTest {
       // On a loaded machine the engine may judge a DataNode unwell for a moment (no probe answer
       // within 200 ms) and refuse new opens there until a probe answers: bounded retries.
       long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-      ReplicaLease lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");
+      ReplicaLease lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up", null);
       while (lease == null && System.nanoTime() < deadline) {
         Thread.sleep(50); // the health state has no listener to wait on
-        lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");
+        lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up", null);
       }
       assertNotNull(lease, "lease from " + path);
       lease.close();

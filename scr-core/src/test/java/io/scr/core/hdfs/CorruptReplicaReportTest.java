@@ -185,7 +185,8 @@ class CorruptReplicaReportTest {
       Engine accessorEngine = ScrReplicaAccessorBuilder.engine(conf);
       corrupt(lb.getBlock(), 0);
       String path = DFS.dfs().socketPath(0);
-      ReplicaLease lease = accessorEngine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");
+      ReplicaLease lease =
+          accessorEngine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up", null);
       assertNotNull(lease);
       lease.close();
       for (int i = 0; i < 4; i++) {
@@ -212,7 +213,7 @@ class CorruptReplicaReportTest {
   /** Leases (and releases) DataNode {@code index}'s replica, so the engine caches it. */
   private void warmCache(LocatedBlock lb, int index) throws IOException {
     String path = DFS.dfs().socketPath(index);
-    ReplicaLease lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up");
+    ReplicaLease lease = engine.lease(lb.getBlock(), lb.getBlockToken(), path, "warm-up", null);
     assertNotNull(lease, "lease from " + path);
     try {
       assertEquals(path, lease.socketPath(), "the lease names the DataNode it was asked of");

@@ -102,7 +102,7 @@ class ExtensionFallbackStockScrTest {
     List<ReplicaLease> leases = new ArrayList<>();
     try {
       for (LocatedBlock b : blocks) {
-        ReplicaLease lease = client.lease(b.getBlock(), b.getBlockToken(), path, file);
+        ReplicaLease lease = client.lease(b.getBlock(), b.getBlockToken(), path, file, null);
         assertNotNull(lease, "short-circuit lease of " + b.getBlock());
         leases.add(lease);
       }

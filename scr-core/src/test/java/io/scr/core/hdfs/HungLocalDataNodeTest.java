@@ -175,7 +175,8 @@ class HungLocalDataNodeTest {
         client,
         path,
         () -> {
-          io.scr.core.ReplicaLease l = client.lease(lb.getBlock(), lb.getBlockToken(), path);
+          io.scr.core.ReplicaLease l =
+              client.lease(lb.getBlock(), lb.getBlockToken(), path, null, null);
           if (l != null) {
             l.close();
           }
@@ -360,7 +361,7 @@ class HungLocalDataNodeTest {
       for (String socket : sockets) {
         hung.add(new HungSocket(socket));
         long t0 = System.nanoTime();
-        assertNull(engine.lease(block, lb.getBlockToken(), socket), "times out once");
+        assertNull(engine.lease(block, lb.getBlockToken(), socket, null, null), "times out once");
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         assertTrue(
             tookMs < SOCKET_TIMEOUT_MS / 6,

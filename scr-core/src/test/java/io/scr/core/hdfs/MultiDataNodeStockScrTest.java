@@ -131,7 +131,8 @@ class MultiDataNodeStockScrTest {
           if (!seen.contains(path)) {
             seen.add(path);
           }
-          try (ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path, name)) {
+          try (ReplicaLease lease =
+              client.lease(lb.getBlock(), lb.getBlockToken(), path, name, null)) {
             assertNotNull(lease, "lease of " + lb.getBlock() + " from " + path);
             byte[] got = new byte[(int) Math.min(70_000, lease.length())];
             int n = 0;

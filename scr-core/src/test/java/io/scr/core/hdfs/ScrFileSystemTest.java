@@ -20,6 +20,7 @@ import io.scr.core.ReplicaLease;
 import io.scr.core.internal.engine.Engine;
 import io.scr.core.internal.read.ReadContext;
 import io.scr.core.internal.replica.AbsentReplicas;
+import io.scr.core.internal.replica.LocalRead;
 import io.scr.core.internal.replica.ReplicaSource;
 import io.scr.testing.DataNodeMode;
 import io.scr.testing.MiniDfs;
@@ -172,9 +173,8 @@ class ScrFileSystemTest {
       assertEquals(4, in.counters().stockReads(), "two blocks read twice");
       verify(scr, times(4)).recordFallback(FallbackReason.NOT_LOCAL); // per read, not per build
       verify(scr, never()).socketPathOf(any(DatanodeInfo.class));
-      verify(scr, never()).lease(any(), any(), anyString(), any());
-      verify(scr, never()).lease(any(), any(), anyString());
-      verify(scr.replicaSource(), never()).lease(any(), any(), any(), anyString(), any());
+      verify(scr, never()).lease(any(), any(), anyString(), any(), any());
+      verify(scr.replicaSource(), never()).lease(any(), any(), anyString(), any(), any(), any());
       verify(scr.replicaSource(), never())
           .lease(any(ReadContext.class), any(), any(), anyString(), any(), anyBoolean());
     }
@@ -363,6 +363,7 @@ class ScrFileSystemTest {
     Engine scr = mock(Engine.class);
     ReplicaSource source = mock(ReplicaSource.class);
     when(scr.replicaSource()).thenReturn(source);
+    when(scr.localRead()).thenReturn(new LocalRead(source));
     when(source.readContext()).thenAnswer(call -> new ReadContext(4096));
     AbsentReplicas absent = AbsentReplicas.newBuilder().build();
     when(scr.absentReplicas()).thenReturn(absent);

@@ -98,7 +98,8 @@ class StockScrIntegrationTest {
         assertEquals(DFS.dfs().socketPath(0), path);
         long blockStart = lb.getStartOffset();
         for (int i = 0; i < 120; i++) {
-          try (ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path)) {
+          try (ReplicaLease lease =
+              client.lease(lb.getBlock(), lb.getBlockToken(), path, null, null)) {
             assertNotNull(lease, "lease of " + lb.getBlock());
             assertEquals(lb.getBlockSize(), lease.length());
             long off = pickOffset(rnd, lease.length());
@@ -115,7 +116,8 @@ class StockScrIntegrationTest {
             reads++;
           }
         }
-        try (ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path)) {
+        try (ReplicaLease lease =
+            client.lease(lb.getBlock(), lb.getBlockToken(), path, null, null)) {
           assertEquals(-1, lease.read(lease.length(), ByteBuffer.allocate(10), true));
         }
       }
@@ -209,7 +211,7 @@ class StockScrIntegrationTest {
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
       assertNotNull(path, "first attempt is not backing off yet");
-      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path));
+      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path, null, null));
       assertEquals(1, client.fallbackCount(FallbackReason.CONNECT_FAILED));
       assertNull(client.socketPathFor(lb.getLocations()[0]), "now backing off");
       assertEquals(1, client.fallbackCount(FallbackReason.BACKING_OFF));
@@ -252,7 +254,7 @@ class StockScrIntegrationTest {
     try {
       String path = client.socketPathFor(blocks.get(0).getLocations()[0]);
       ReplicaLease spare =
-          client.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path);
+          client.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path, null, null);
       assertNotNull(spare);
       spare.close();
       spare.close(); // idempotent
@@ -311,7 +313,7 @@ class StockScrIntegrationTest {
     ReplicaLease held = null;
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
-      held = client.lease(lb.getBlock(), lb.getBlockToken(), path, file);
+      held = client.lease(lb.getBlock(), lb.getBlockToken(), path, file, null);
       assertNotNull(held);
 
       // The slot came from a segment the stock DataNode made for us, and it registered the slot
@@ -340,7 +342,7 @@ class StockScrIntegrationTest {
       // The next lease does not serve the stale replica: it is dropped and the DataNode, which
       // no longer has the block, refuses to reopen it.
       long staleBefore = client.cacheStats().invalidationCount();
-      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path, file));
+      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path, file, null));
       assertEquals(1, client.fallbackCount(FallbackReason.BLOCK_REFUSED));
       assertEquals(staleBefore + 1, client.cacheStats().invalidationCount());
 
@@ -370,7 +372,7 @@ class StockScrIntegrationTest {
       String path = client.socketPathFor(lb.getLocations()[0]);
       int start = (int) lb.getStartOffset();
       byte[] got = new byte[100];
-      ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a");
+      ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a", null);
       long misses = client.cacheStats().missCount();
       boolean stillInterrupted;
       Thread.currentThread().interrupt();
@@ -383,7 +385,7 @@ class StockScrIntegrationTest {
       }
       assertArrayEquals(Arrays.copyOfRange(data, start, start + 100), got);
       assertTrue(stillInterrupted, "the reader keeps its interrupt status for its next call");
-      try (ReplicaLease again = client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a")) {
+      try (ReplicaLease again = client.lease(lb.getBlock(), lb.getBlockToken(), path, "/a", null)) {
         assertNotNull(again);
         byte[] more = readFully(again, 10, 4096, true, 0);
         assertArrayEquals(Arrays.copyOfRange(data, start + 10, start + 10 + 4096), more);
@@ -412,7 +414,8 @@ class StockScrIntegrationTest {
       byte[] got;
       boolean stillInterrupted;
       Thread.currentThread().interrupt();
-      try (ReplicaLease lease = client.lease(first.getBlock(), first.getBlockToken(), path, "/a")) {
+      try (ReplicaLease lease =
+          client.lease(first.getBlock(), first.getBlockToken(), path, "/a", null)) {
         assertNotNull(lease, "the interrupted reader's read is short-circuit");
         got = readFully(lease, 0, 4096, true, 0);
       } finally {
@@ -427,7 +430,7 @@ class StockScrIntegrationTest {
       LocatedBlock second = blocks.get(1);
       int inUse = client.slotPoolStats().get(0).slotsInUse();
       try (ReplicaLease lease =
-          client.lease(second.getBlock(), second.getBlockToken(), path, "/a")) {
+          client.lease(second.getBlock(), second.getBlockToken(), path, "/a", null)) {
         assertNotNull(lease);
       }
       io.scr.shm.SlotPoolStats pool = client.slotPoolStats().get(0);

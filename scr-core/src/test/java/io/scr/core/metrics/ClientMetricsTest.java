@@ -99,7 +99,8 @@ class ClientMetricsTest {
         String path = client.socketPathFor(lb.getLocations()[0]);
         assertEquals(socket, path);
         for (int i = 0; i < 10; i++) {
-          try (ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), path)) {
+          try (ReplicaLease lease =
+              client.lease(lb.getBlock(), lb.getBlockToken(), path, null, null)) {
             assertNotNull(lease);
             int n = lease.read(i * 4096L, new byte[4096], 0, 4096, true);
             assertEquals(4096, n);
@@ -112,11 +113,12 @@ class ClientMetricsTest {
       // A socket that does not exist (a block not cached yet): one connect failure, then the
       // path backs off.
       LocatedBlock other = blocks("/n", 4096).get(0);
-      assertNull(client.lease(other.getBlock(), other.getBlockToken(), missing));
-      assertNull(client.lease(other.getBlock(), other.getBlockToken(), missing));
+      assertNull(client.lease(other.getBlock(), other.getBlockToken(), missing, null, null));
+      assertNull(client.lease(other.getBlock(), other.getBlockToken(), missing, null, null));
       // A corrupt replica: the checksum failure is counted against its path.
       LocatedBlock bad = blocks("/c", 4096).get(0);
-      try (ReplicaLease lease = client.lease(bad.getBlock(), bad.getBlockToken(), socket)) {
+      try (ReplicaLease lease =
+          client.lease(bad.getBlock(), bad.getBlockToken(), socket, null, null)) {
         assertThrows(ChecksumException.class, () -> lease.read(0, new byte[512], 0, 512, true));
       }
 
@@ -239,7 +241,8 @@ class ClientMetricsTest {
       LocatedBlock lb = blocks("/m", LEN).get(1);
       ClientSnapshot a = client.metricsSnapshot();
       for (int i = 0; i < 5; i++) {
-        try (ReplicaLease lease = client.lease(lb.getBlock(), lb.getBlockToken(), socket)) {
+        try (ReplicaLease lease =
+            client.lease(lb.getBlock(), lb.getBlockToken(), socket, null, null)) {
           assertEquals(4096, lease.read(0, new byte[4096], 0, 4096, false));
         }
       }
@@ -256,7 +259,7 @@ class ClientMetricsTest {
       assertTrue(quiet.contains(" (cache " + replicaFds + "/"), quiet);
 
       LocatedBlock other = blocks("/n", 4096).get(0);
-      assertNull(client.lease(other.getBlock(), other.getBlockToken(), missing));
+      assertNull(client.lease(other.getBlock(), other.getBlockToken(), missing, null, null));
       String troubled = SummaryLine.format(b, client.metricsSnapshot());
       assertTrue(troubled.contains("hit 0.0%"), troubled);
       assertTrue(troubled.contains("fallback 1 (CONNECT_FAILED 1)"), troubled);

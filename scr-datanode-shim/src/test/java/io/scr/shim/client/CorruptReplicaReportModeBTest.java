@@ -80,7 +80,8 @@ class CorruptReplicaReportModeBTest {
       // The corrupt replica is cached: a cache keyed by block alone would serve it to a stream
       // that asks the good DataNode, and that stream would report the good replica.
       String badPath = DFS.dfs().socketPath(BAD);
-      ReplicaLease lease = engine.lease(lb.getBlock(), lb.getBlockToken(), badPath, "warm-up");
+      ReplicaLease lease =
+          engine.lease(lb.getBlock(), lb.getBlockToken(), badPath, "warm-up", null);
       assertNotNull(lease, "lease from " + badPath);
       assertEquals(badPath, lease.socketPath());
       lease.close();

@@ -126,7 +126,8 @@ class ExtensionsModeBTest extends ShimExtensionsTestBase {
       awaitTrue(
           "a short-circuit lease from the restarted DataNode",
           () -> {
-            try (ReplicaLease lease = client.lease(first.getBlock(), first.getBlockToken(), path)) {
+            try (ReplicaLease lease =
+                client.lease(first.getBlock(), first.getBlockToken(), path, null, null)) {
               return lease != null;
             }
           });

@@ -116,7 +116,7 @@ class ScrClientModeBTest {
       // Slots are real: while a lease is held the client has a segment and a slot in use, and
       // the shim has them registered.
       ReplicaLease held =
-          client.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path);
+          client.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path, null, null);
       assertNotNull(held);
       SlotPoolStats pool = client.slotPoolStats().get(0);
       assertTrue(pool.segments() > 0, pool.toString());
@@ -179,7 +179,7 @@ class ScrClientModeBTest {
     ReplicaLease held = null;
     try {
       String path = client.socketPathFor(lb.getLocations()[0]);
-      held = client.lease(lb.getBlock(), lb.getBlockToken(), path, file);
+      held = client.lease(lb.getBlock(), lb.getBlockToken(), path, file, null);
       assertNotNull(held);
       assertTrue(openFdTargets().contains(blockFile.getPath()));
 
@@ -198,7 +198,7 @@ class ScrClientModeBTest {
             return false;
           });
 
-      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path, file), "not served");
+      assertNull(client.lease(lb.getBlock(), lb.getBlockToken(), path, file, null), "not served");
       assertEquals(1, client.fallbackCount(FallbackReason.BLOCK_REFUSED));
       byte[] got = read(held, 10, 5000, true, 0);
       assertArrayEquals(Arrays.copyOfRange(bytes, 10, 5010), got, "the old lease still reads");

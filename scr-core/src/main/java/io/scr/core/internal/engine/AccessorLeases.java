@@ -88,7 +88,8 @@ final class AccessorLeases {
     for (int i = 0; i < paths.size(); i++) {
       String path = paths.get(i);
       last[0] = null;
-      ReplicaLease lease = replicas.lease(block, token, path, fileName, null, r -> last[0] = r);
+      ReplicaLease lease =
+          replicas.source().lease(block, token, path, fileName, null, r -> last[0] = r);
       if (lease != null) {
         if (paths.size() > 1) {
           hints.served(bpid, id, fileName, path);

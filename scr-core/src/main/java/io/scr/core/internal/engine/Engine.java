@@ -10,6 +10,7 @@ import io.scr.core.internal.health.HealthPolicy;
 import io.scr.core.internal.net.DomainSocketPool;
 import io.scr.core.internal.net.PathBackoff;
 import io.scr.core.internal.replica.AbsentReplicas;
+import io.scr.core.internal.replica.LocalRead;
 import io.scr.core.internal.replica.PrefetchResult;
 import io.scr.core.internal.replica.ReplicaManager;
 import io.scr.core.internal.replica.ReplicaSource;
@@ -261,31 +262,13 @@ public final class Engine implements Closeable, EngineState {
   }
 
   /**
-   * Leases the replica from the DataNode at {@code socketPath}, opening it on a cache miss. Null
-   * when it cannot be read locally right now (reason counted; the caller falls back to the stock
-   * path).
-   *
-   * @throws org.apache.hadoop.security.token.SecretManager.InvalidToken so the caller can refetch
-   *     the token
-   */
-  public ReplicaLease lease(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath)
-      throws IOException {
-    return lease(block, token, socketPath, null, null);
-  }
-
-  /** As {@link #lease(ExtendedBlock, Token, String)}, naming the HDFS file in checksum errors. */
-  public ReplicaLease lease(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
-      throws IOException {
-    return lease(block, token, socketPath, fileName, null);
-  }
-
-  /**
-   * As {@link #lease(ExtendedBlock, Token, String, String)}, reopening {@code reuse} instead of
-   * allocating a lease: the allocation-free form for the read path. A cache hit (the replica is
-   * open, its slot VALID, its generation stamp the block's) takes no lock, does no I/O, reads no
-   * clock and allocates nothing; the backoff of {@code socketPath} is only consulted on a miss.
+   * Leases the replica from the DataNode at {@code socketPath}, opening it on a cache miss, naming
+   * {@code fileName} (may be null) in checksum errors, and reopening {@code reuse} instead of
+   * allocating a lease: the allocation-free form for callers that read through leases themselves. A
+   * cache hit (the replica is open, its slot VALID, its generation stamp the block's) takes no
+   * lock, does no I/O, reads no clock and allocates nothing; the backoff of {@code socketPath} is
+   * only consulted on a miss. Null when the replica cannot be read locally right now (reason
+   * counted; the caller falls back to the stock path).
    *
    * <pre>{@code
    * ReplicaLease lease = scr.lease(block, token, path, file, spare); // spare: per thread
@@ -315,12 +298,14 @@ public final class Engine implements Closeable, EngineState {
     return source.lease(block, token, socketPath, fileName, reuse, fallbacks);
   }
 
-  /**
-   * Where reads lease replicas: {@code ScrInputStream} leases there directly, with its thread's
-   * read context, so a cache hit passes through no method of this class.
-   */
+  /** Where replicas are leased (the read contexts, zero-copy reads' own leases). */
   public ReplicaSource replicaSource() {
     return source;
+  }
+
+  /** The one local read both drop-ins use: a cache hit passes through no method of this class. */
+  public LocalRead localRead() {
+    return replicas.localRead();
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.scr.core.internal.read;
 
 import io.scr.core.ReplicaLease;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.util.zip.CRC32;
@@ -16,6 +17,10 @@ import java.util.zip.CRC32C;
  * io.scr.core.internal.replica.ReplicaSource#readContext()}); a reader passes it to the source's
  * lease and release and to the block readers.
  *
+ * <p>It also holds how the thread's last local read ({@code
+ * io.scr.core.internal.replica.LocalRead#read}) ended: {@link #stop()}, with its cause and the
+ * socket of the replica it read, for the caller to act on (demote, report, refetch a token).
+ *
  * <p>Thread-safety: confined to its thread ({@link #owner()}); nothing here is shared. The engine's
  * close empties the thread's holder from another thread, never the context itself, so a read in
  * progress keeps its buffers and its lease. Holds up to {@code size + 16 KiB} of direct memory
@@ -23,6 +28,22 @@ import java.util.zip.CRC32C;
  * here is closed.
  */
 public final class ReadContext {
+  /** Why the thread's last local read ended before the range it was asked for. */
+  public enum Stop {
+    /** It did not: the whole range was read, or the replica ended (the caller reads on stock). */
+    NONE,
+    /** No lease: the engine counted the reason; {@link #stopCause()} may hold an open failure. */
+    NO_LEASE,
+    /** The DataNode rejected the block token ({@link #stopCause()}: the {@code InvalidToken}). */
+    BAD_TOKEN,
+    /** A checksum mismatch in the replica of {@link #stopSocket()} ({@code ChecksumException}). */
+    CORRUPT,
+    /** An I/O failure reading the replica of {@link #stopSocket()}. */
+    FAILED,
+    /** The block being written cannot serve these bytes now: the writer's race, not a fault. */
+    NOT_READY
+  }
+
   /** Most checksum chunks one read covers (the checksum buffer holds as many sums). */
   static final int MAX_CHUNKS_PER_READ = 4096;
 
@@ -30,6 +51,11 @@ public final class ReadContext {
 
   private final Thread owner;
   private final int size;
+
+  private Stop stop = Stop.NONE;
+  private IOException stopCause;
+  private String stopSocket;
+  private boolean reopened;
 
   /** The closed lease the next lease on this thread reopens, or null. */
   private ReplicaLease spare;
@@ -98,6 +124,46 @@ public final class ReadContext {
    */
   public void spareLease(ReplicaLease lease) {
     this.spare = lease;
+  }
+
+  /** Clears how the last local read ended: a new one starts. */
+  public void startRead() {
+    stop = Stop.NONE;
+    stopCause = null;
+    stopSocket = null;
+    reopened = false;
+  }
+
+  /** Records why this read ended early, with the failure and the socket of its replica. */
+  public void stopped(Stop why, IOException cause, String socketPath) {
+    stop = why;
+    stopCause = cause;
+    stopSocket = socketPath;
+  }
+
+  /** Records that this read found its replica's channel closed under it and leased it again. */
+  public void reopened() {
+    reopened = true;
+  }
+
+  /** Why the last local read ended early; {@link Stop#NONE} when it did not. */
+  public Stop stop() {
+    return stop;
+  }
+
+  /** The failure that ended the last local read early, or null. */
+  public IOException stopCause() {
+    return stopCause;
+  }
+
+  /** The socket path of the replica the last local read failed in, or null. */
+  public String stopSocket() {
+    return stopSocket;
+  }
+
+  /** Whether the last local read leased its replica again after a channel closed under it. */
+  public boolean wasReopened() {
+    return reopened;
   }
 
   /** Bytes of the data scratch. */

@@ -67,12 +67,11 @@ public final class ReplicaManager implements Closeable {
   private final DataNodeHealth.Registration recoveryListener;
 
   private final ReplicaSource source;
+  private final LocalRead localRead;
   private final Prefetcher prefetcher;
-  private final Consumer<FallbackReason> fallbacks;
 
   private ReplicaManager(Builder b) {
     this.pool = b.pool;
-    this.fallbacks = b.fallbacks;
     this.health =
         b.health != null
             ? b.health
@@ -143,6 +142,7 @@ public final class ReplicaManager implements Closeable {
             b.fallbacks,
             b.missHook,
             new TailReads(b.pool, extensions, cache, this.health, b.ticker));
+    this.localRead = new LocalRead(source);
     this.prefetcher =
         new Prefetcher(
             cache,
@@ -163,43 +163,14 @@ public final class ReplicaManager implements Closeable {
     return new Builder(name, pool, backoff);
   }
 
-  /** Where every lease is made: the read path leases here directly. */
+  /** Where every lease is made. */
   public ReplicaSource source() {
     return source;
   }
 
-  /**
-   * As {@link #lease(ExtendedBlock, Token, String, String, ReplicaLease, Consumer)}, counting the
-   * reason of a null result in the manager's fallback counters.
-   *
-   * @throws InvalidToken when the DataNode rejected the block token
-   */
-  public ReplicaLease lease(
-      ExtendedBlock block,
-      Token<BlockTokenIdentifier> token,
-      String socketPath,
-      String fileName,
-      ReplicaLease reuse)
-      throws IOException {
-    return source.lease(block, token, socketPath, fileName, reuse, fallbacks);
-  }
-
-  /**
-   * Leases the replica of {@code block} from the DataNode at {@code socketPath}, opening it on a
-   * miss; the reason of a null result goes to {@code onFallback} (see {@link
-   * ReplicaSource#lease(ExtendedBlock, Token, String, String, ReplicaLease, Consumer)}).
-   *
-   * @throws InvalidToken when the DataNode rejected the block token
-   */
-  public ReplicaLease lease(
-      ExtendedBlock block,
-      Token<BlockTokenIdentifier> token,
-      String socketPath,
-      String fileName,
-      ReplicaLease reuse,
-      Consumer<FallbackReason> onFallback)
-      throws IOException {
-    return source.lease(block, token, socketPath, fileName, reuse, onFallback);
+  /** The one local read, for both drop-ins ({@link LocalRead}). */
+  public LocalRead localRead() {
+    return localRead;
   }
 
   /**

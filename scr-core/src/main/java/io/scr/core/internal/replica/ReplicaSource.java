@@ -26,9 +26,9 @@ import org.apache.hadoop.security.token.Token;
 /**
  * The one place a replica is leased: a lease is a cache hit (lock-free, no I/O, and no allocation
  * with the thread's spare lease) or, on a miss, the cache's single load per replica through the
- * {@link ReplicaOpener}. Every reader of an engine leases here: {@code ScrInputStream} directly
- * with its thread's {@link ReadContext}, the replica accessor and the engine's own API through
- * {@code ScrClient}.
+ * {@link ReplicaOpener}. Every reader of an engine leases here: both drop-ins through {@link
+ * LocalRead} with the thread's {@link ReadContext}, zero-copy reads, the replica accessor's choice
+ * of a DataNode and the engine's own API with leases of their own.
  *
  * <p>A miss first consults the path's backoff, the DataNode's health ({@code
  * io.scr.core.internal.health.DataNodeHealth}: not healthy, no request) and the memory of replicas
@@ -144,28 +144,17 @@ public final class ReplicaSource {
    * Leases the replica of {@code block} from the DataNode at {@code socketPath} for a read on the
    * calling thread, reopening the thread's spare lease: a cache hit takes no lock, does no I/O,
    * reads no clock and allocates nothing. Give it back with {@link #release} on the same thread. A
-   * second lease open on one thread at once is simply a new object.
+   * second lease open on one thread at once is simply a new object. Readers go through {@link
+   * LocalRead}, which leases here.
+   *
+   * <p>{@code beingWritten} leases the replica of a block being written: one opened for it ({@link
+   * io.scr.core.internal.read.ReplicaFiles#openGrowing}), read with {@link TailReads#read}. A
+   * cached replica of the same generation stamp opened while its block was complete cannot be (an
+   * append bumps the generation stamp); one that was is replaced.
    *
    * @param context the calling thread's {@link #readContext()}
    * @return the lease, or null when the replica cannot be read locally now (reason counted)
    * @throws InvalidToken when the DataNode rejected the block token
-   */
-  public ReplicaLease lease(
-      ReadContext context,
-      ExtendedBlock block,
-      Token<BlockTokenIdentifier> token,
-      String socketPath,
-      String fileName)
-      throws IOException {
-    return lease(context, block, token, socketPath, fileName, false);
-  }
-
-  /**
-   * As {@link #lease(ReadContext, ExtendedBlock, Token, String, String)}; {@code beingWritten}
-   * leases the replica of a block being written: one opened for it ({@link
-   * io.scr.core.internal.read.ReplicaFiles#openGrowing}), read with {@link TailReads#read}. A
-   * cached replica of the same generation stamp opened while its block was complete cannot be (an
-   * append bumps the generation stamp); one that was is replaced.
    */
   public ReplicaLease lease(
       ReadContext context,
@@ -194,9 +183,9 @@ public final class ReplicaSource {
   }
 
   /**
-   * Closes {@code lease} (from {@link #lease(ReadContext, ExtendedBlock, Token, String, String)}
-   * with {@code context}) and keeps it as the thread's spare if the thread has none. The caller
-   * must not touch it afterwards.
+   * Closes {@code lease} (from {@link #lease(ReadContext, ExtendedBlock, Token, String, String,
+   * boolean)} with {@code context}) and keeps it as the thread's spare if the thread has none. The
+   * caller must not touch it afterwards.
    */
   public void release(ReadContext context, ReplicaLease lease) {
     lease.close();
@@ -209,40 +198,14 @@ public final class ReplicaSource {
 
   /**
    * Leases the replica of {@code block} from the DataNode at {@code socketPath} with a lease object
-   * of its own (one that may outlive the read, or be used by another thread), counting the reason
-   * of a null result in the engine's fallback counters.
-   *
-   * @return the lease, or null when the replica cannot be read locally now
-   * @throws InvalidToken when the DataNode rejected the block token
-   */
-  public ReplicaLease lease(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
-      throws IOException {
-    return lease(block, token, socketPath, fileName, null, fallbacks);
-  }
-
-  /**
-   * As {@link #lease(ExtendedBlock, Token, String, String)} for a block being written: a lease of
-   * its own on a replica opened for a growing file, read with {@link TailReads#read}.
-   */
-  public ReplicaLease leaseBeingWritten(
-      ExtendedBlock block, Token<BlockTokenIdentifier> token, String socketPath, String fileName)
-      throws IOException {
-    if (closed) {
-      fallbacks.accept(FallbackReason.CLOSED);
-      return null;
-    }
-    return lease(
-        new LeasedReplica(this, reader), block, token, socketPath, fileName, fallbacks, true);
-  }
-
-  /**
-   * Leases the replica of {@code block} from the DataNode at {@code socketPath}, opening it on a
-   * miss, and reports the reason of a null result to {@code onFallback} (for a caller that tries
-   * several DataNodes and counts only the final outcome, or the engine's counters).
+   * of its own (one that may outlive the read, or be used by another thread: the engine's API,
+   * zero-copy reads, the replica accessor's choice of a DataNode), opening it on a miss, and
+   * reports the reason of a null result to {@code onFallback}.
    *
    * @param reuse null, or a closed lease this source returned earlier that the caller no longer
    *     shares with anyone: it is reopened instead of allocating a new one
+   * @param onFallback where the reason of a null result goes (for a caller that tries several
+   *     DataNodes and counts only the final outcome); null: the engine's fallback counters
    * @return the lease ({@code reuse} itself when given), or null
    * @throws InvalidToken when the DataNode rejected the block token
    * @throws IllegalArgumentException if {@code reuse} was made by another engine
@@ -256,12 +219,13 @@ public final class ReplicaSource {
       ReplicaLease reuse,
       Consumer<FallbackReason> onFallback)
       throws IOException {
+    Consumer<FallbackReason> reasons = onFallback != null ? onFallback : fallbacks;
     if (closed) {
-      onFallback.accept(FallbackReason.CLOSED);
+      reasons.accept(FallbackReason.CLOSED);
       return null;
     }
     LeasedReplica lease = reuse == null ? new LeasedReplica(this, reader) : reusable(reuse);
-    return lease(lease, block, token, socketPath, fileName, onFallback, false);
+    return lease(lease, block, token, socketPath, fileName, reasons, false);
   }
 
   private ReplicaLease lease(

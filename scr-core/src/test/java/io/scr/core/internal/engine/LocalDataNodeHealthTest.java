@@ -75,7 +75,7 @@ class LocalDataNodeHealthTest {
     try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("dn.sock"));
         Engine client = Engine.acquire(conf("health-hung", dn.path()))) {
       long t0 = System.nanoTime();
-      assertNull(client.lease(block(1), TOKEN, dn.path()), "no answer, no replica");
+      assertNull(client.lease(block(1), TOKEN, dn.path(), null, null), "no answer, no replica");
       long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       assertTrue(
           tookMs < SOCKET_TIMEOUT_MS / 6,
@@ -89,7 +89,7 @@ class LocalDataNodeHealthTest {
               + client.backoffStatus());
 
       t0 = System.nanoTime();
-      assertNull(client.lease(block(2), TOKEN, dn.path()));
+      assertNull(client.lease(block(2), TOKEN, dn.path(), null, null));
       assertTrue(
           System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(2), "answered at once, not waited");
       assertEquals(1, client.fallbackCount(FallbackReason.DATANODE_UNHEALTHY));
@@ -106,12 +106,13 @@ class LocalDataNodeHealthTest {
       dn.resume();
       awaitHealthy(client, dn.path());
       assertNull(
-          client.lease(block(3), TOKEN, dn.path()),
+          client.lease(block(3), TOKEN, dn.path(), null, null),
           "back on a probe's word: this open's request is the trial, sent off the read path");
       assertEquals(2, client.fallbackCount(FallbackReason.DATANODE_UNHEALTHY));
       awaitTrialOver(client, dn.path());
       assertEquals(2, dn.requests(87), "the trial asked there (and was refused: an answer)");
-      assertNull(client.lease(block(4), TOKEN, dn.path()), "this fake refuses every block");
+      assertNull(
+          client.lease(block(4), TOKEN, dn.path(), null, null), "this fake refuses every block");
       assertEquals(3, dn.requests(87), "new opens are asked for there again");
       assertEquals(1, client.fallbackCount(FallbackReason.BLOCK_REFUSED));
     }
@@ -123,11 +124,11 @@ class LocalDataNodeHealthTest {
         Engine first = Engine.acquire(conf("health-first", dn.path()));
         Engine second = Engine.acquire(conf("health-second", dn.path()))) {
       assertSame(first.dataNodeHealth(), second.dataNodeHealth(), "one health per process");
-      assertNull(first.lease(block(1), TOKEN, dn.path()));
+      assertNull(first.lease(block(1), TOKEN, dn.path(), null, null));
       assertEquals(1, first.fallbackCount(FallbackReason.DATANODE_TIMEOUT));
 
       long t0 = System.nanoTime();
-      assertNull(second.lease(block(2), TOKEN, dn.path()));
+      assertNull(second.lease(block(2), TOKEN, dn.path(), null, null));
       assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(2), "at once");
       assertEquals(1, second.fallbackCount(FallbackReason.DATANODE_UNHEALTHY));
       assertEquals(0, second.fallbackCount(FallbackReason.DATANODE_TIMEOUT));

@@ -97,7 +97,7 @@ class OrphanedReplicasStockScrTest {
         throw new AssertionError("DataNode health still " + m.health().snapshot());
       }
       try {
-        ReplicaLease l = m.lease(none, new Token<>(), path, "/none", null);
+        ReplicaLease l = m.source().lease(none, new Token<>(), path, "/none", null, null);
         if (l != null) {
           l.close();
         }
@@ -123,7 +123,8 @@ class OrphanedReplicasStockScrTest {
   private static Replica readBlock(ReplicaManager m, String file, LocatedBlock lb, byte[] data)
       throws Exception {
     ReplicaLease lease =
-        m.lease(lb.getBlock(), lb.getBlockToken(), DFS.dfs().socketPath(0), file, null);
+        m.source()
+            .lease(lb.getBlock(), lb.getBlockToken(), DFS.dfs().socketPath(0), file, null, null);
     assertNotNull(lease, "a short-circuit lease of " + lb.getBlock());
     try {
       int len = (int) lb.getBlockSize();

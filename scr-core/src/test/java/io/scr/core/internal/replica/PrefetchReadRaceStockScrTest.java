@@ -121,7 +121,8 @@ class PrefetchReadRaceStockScrTest {
         new Thread(
             () -> {
               try {
-                ReplicaLease lease = scr.lease(absent, lb.getBlockToken(), path, "/race/refused");
+                ReplicaLease lease =
+                    scr.lease(absent, lb.getBlockToken(), path, "/race/refused", null);
                 readResult.set(lease == null ? "no lease" : lease);
               } catch (Throwable t) {
                 readResult.set(t);
@@ -157,16 +158,16 @@ class PrefetchReadRaceStockScrTest {
     String path = dfs.socketPath(0);
     Engine scr = Engine.running(fileSystem("race-slots").getConf());
     try (ReplicaLease a =
-        scr.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path)) {
+        scr.lease(blocks.get(0).getBlock(), blocks.get(0).getBlockToken(), path, null, null)) {
       io.scr.shm.SlotId first = ((LeasedReplica) a).value().slot().id();
       // The refused request carries the lowest free slot (allocation is first-fit): the one after
       // the first replica's. The stock DataNode clears that slot's VALID flag only after its
       // answer; handed out again at once, the next request would carry a slot the DataNode may
       // find invalid.
-      assertNull(scr.lease(absent, blocks.get(0).getBlockToken(), path), "refused");
+      assertNull(scr.lease(absent, blocks.get(0).getBlockToken(), path, null, null), "refused");
       io.scr.shm.SlotId refused = io.scr.shm.SlotId.of(first.shmId(), first.index() + 1);
       try (ReplicaLease b =
-          scr.lease(blocks.get(1).getBlock(), blocks.get(1).getBlockToken(), path)) {
+          scr.lease(blocks.get(1).getBlock(), blocks.get(1).getBlockToken(), path, null, null)) {
         io.scr.shm.SlotId next = ((LeasedReplica) b).value().slot().id();
         assertTrue(
             !next.equals(refused),

@@ -84,7 +84,8 @@ class ReplicaManagerCloseTest {
     ReplicaManager m = manager();
     m.close();
 
-    assertNull(m.lease(new ExtendedBlock("BP-1", 1, 10, 1001), null, path, "/f", null));
+    assertNull(
+        m.source().lease(new ExtendedBlock("BP-1", 1, 10, 1001), null, path, "/f", null, null));
     assertEquals(List.of(FallbackReason.CLOSED), fallbacks);
     assertTrue(scrSlotThreads().isEmpty(), "no slot-pool threads: " + scrSlotThreads());
   }
