@@ -36,9 +36,10 @@ import org.slf4j.LoggerFactory;
  * still be null then, checks the socket path's security and binds, and registers the metrics2
  * source {@code ScrShim-<transfer port>} (every metric: {@link ShimMetric}; JMX {@code
  * Hadoop:service=DataNode,name=ScrShim-<port>}). It then runs the invalidation scan every {@code
- * scr.shim.invalidation.interval.ms}. {@link #stop()} (from DataNode shutdown) unregisters the
- * source, closes the socket, every connection and segment, and every thread the plugin started, and
- * removes the socket file. A failure to serve is logged with its cause and fix and never stops the
+ * scr.shim.invalidation.interval.ms} and, on a DataNode that caches blocks, hears its cache events
+ * ({@link BlockCacheEvents}). {@link #stop()} (from DataNode shutdown) unregisters the source,
+ * closes the socket, every connection and segment, and every thread the plugin started, and removes
+ * the socket file. A failure to serve is logged with its cause and fix and never stops the
  * DataNode.
  *
  * <p>The socket path check judges every component of the path. Tests, whose sockets live below a
@@ -80,6 +81,10 @@ public class ScrShimPlugin implements ServicePlugin {
 
   @GuardedBy("this")
   private InvalidationScanner scanner;
+
+  /** The DataNode's block cache events, when it caches blocks; null otherwise. */
+  @GuardedBy("this")
+  private BlockCacheEvents cacheEvents;
 
   @GuardedBy("this")
   private boolean stopped;
@@ -240,6 +245,7 @@ public class ScrShimPlugin implements ServicePlugin {
               metrics,
               config.invalidationIntervalMs);
       scanner.start();
+      cacheEvents = BlockCacheEvents.install(dn, registry, metrics);
       serving.countDown();
     } catch (IOException | RuntimeException | LinkageError e) {
       failure = e;
@@ -291,6 +297,10 @@ public class ScrShimPlugin implements ServicePlugin {
       c = control;
       if (scanner != null) {
         scanner.stop();
+      }
+      if (cacheEvents != null) {
+        cacheEvents.uninstall();
+        cacheEvents = null;
       }
       if (source != null) {
         source.unregister();

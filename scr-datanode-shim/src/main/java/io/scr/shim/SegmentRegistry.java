@@ -349,8 +349,9 @@ final class SegmentRegistry {
    * {@code ShortCircuitRegistry.processBlockMlockEvent} / {@code processBlockMunlockRequest} do: a
    * client skips checksum verification only while it holds an anchor, and may take one only while
    * the slot is ANCHORABLE, so an uncached (no longer mlocked and verified) replica must not stay
-   * anchorable. Stock clears it before the munlock and defers the munlock while a client still
-   * holds an anchor; the shim is not told of the munlock and clears it within one scan after.
+   * anchorable. The DataNode's cache events ({@link #blockCached}, {@link #blockUncaching}) do this
+   * at once; the scan is the backstop for a slot registered while an event ran and for a DataNode
+   * whose events the shim cannot hear.
    */
   private static void followCache(
       SlotRef ref, boolean cached, List<ShimSegment> truncatedSegments) {
@@ -372,6 +373,69 @@ final class SegmentRegistry {
         }
       }
     }
+  }
+
+  /**
+   * The DataNode cached (mlocked and verified) block {@code key}, whose current replica is {@code
+   * current}: the valid slots registered for that replica become ANCHORABLE, as stock's {@code
+   * ShortCircuitRegistry.processBlockMlockEvent} makes them, before the DataNode counts the block
+   * cached. Slots of another replica object or generation stamp are left to the scan, which
+   * invalidates them.
+   *
+   * @return the number of slots made anchorable
+   */
+  int blockCached(BlockKey key, Replica current) {
+    SlotRef[] refs = byBlock.get(key);
+    if (refs == null || current == null) {
+      return 0;
+    }
+    int marked = 0;
+    for (SlotRef ref : refs) {
+      if (ref.replica != current || ref.generationStamp != current.getGenerationStamp()) {
+        continue;
+      }
+      ShimSegment seg = ref.segment;
+      synchronized (seg) {
+        if (seg.closed || seg.refs.get(ref.index) != ref || truncated(seg)) {
+          continue; // a truncated segment is the scan's to drop
+        }
+        io.scr.shm.Slot slot = seg.segment.slot(ref.index);
+        if (slot.isValid() && !slot.isAnchorable()) {
+          slot.makeAnchorable();
+          marked++;
+        }
+      }
+    }
+    return marked;
+  }
+
+  /**
+   * The DataNode asks to uncache (munlock) block {@code key}: clears ANCHORABLE on every slot
+   * registered for it, so no reader takes a new anchor, and answers whether none is anchored now,
+   * as stock's {@code ShortCircuitRegistry.processBlockMunlockRequest}. False makes the DataNode
+   * defer the munlock and ask again, so that a reader skipping verification under an anchor keeps
+   * reading a verified, locked block until it releases the anchor.
+   */
+  boolean blockUncaching(BlockKey key) {
+    SlotRef[] refs = byBlock.get(key);
+    if (refs == null) {
+      return true;
+    }
+    boolean unanchored = true;
+    for (SlotRef ref : refs) {
+      ShimSegment seg = ref.segment;
+      synchronized (seg) {
+        if (seg.closed || seg.refs.get(ref.index) != ref || truncated(seg)) {
+          continue;
+        }
+        io.scr.shm.Slot slot = seg.segment.slot(ref.index);
+        slot.makeUnanchorable();
+        if (slot.isAnchored()) {
+          unanchored = false;
+        }
+      }
+    }
+    return unanchored;
   }
 
   /** Clears VALID on {@code ref}'s slot; adds its segment to {@code truncated} if it was. */

@@ -33,6 +33,18 @@ public enum ShimMetric {
           "SlotsInvalidated",
           "slots",
           "Slots whose VALID bit the invalidation scan cleared (replica deleted, moved, re-stamped)")),
+  UNCACHES_DEFERRED(
+      MetricKey.counter(
+          "UncachesDeferred",
+          "requests",
+          "DataNode requests to uncache a block refused because a shim client held an anchor on it"
+              + " (the DataNode asks again later), as stock defers them for its own slots")),
+  CACHE_EVENTS_UNAVAILABLE(
+      MetricKey.gauge(
+          "CacheEventsUnavailable",
+          "flag",
+          "1 when the DataNode caches blocks but the shim cannot hear its cache events: slots"
+              + " become anchorable one invalidation scan late and uncaches are not deferred")),
   INVALIDATION_SCANS(MetricKey.counter("InvalidationScans", "scans", "Invalidation scans run")),
   INVALIDATION_SCAN_FAILURES(
       MetricKey.counter(

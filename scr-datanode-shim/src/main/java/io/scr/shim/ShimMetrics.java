@@ -117,6 +117,11 @@ final class ShimMetrics {
   final LongAdder liveConnections = new LongAdder();
   final LongAdder slotsInvalidated = new LongAdder();
   final LongAdder invalidationScans = new LongAdder();
+  final LongAdder uncachesDeferred = new LongAdder();
+
+  /** Whether the DataNode caches blocks and the shim could not install {@link BlockCacheEvents}. */
+  volatile boolean cacheEventsUnavailable;
+
   final LongAdder invalidationScanFailures = new LongAdder();
   final LongAdder nonFinalizedReplicasServed = new LongAdder();
 
@@ -244,6 +249,8 @@ final class ShimMetrics {
     out.put("live.connections", liveConnections.sum());
     out.put("slots_invalidated", slotsInvalidated.sum());
     out.put("invalidation_scans", invalidationScans.sum());
+    out.put("uncaches_deferred", uncachesDeferred.sum());
+    out.put("cache_events_unavailable", cacheEventsUnavailable ? 1L : 0L);
     out.put("invalidation_scan_failures", invalidationScanFailures.sum());
     out.put("non_finalized_replicas_served", nonFinalizedReplicasServed.sum());
     out.put("socket_path_check_skipped", socketPathCheckSkipped ? 1L : 0L);

@@ -98,6 +98,8 @@ final class ShimMetricsSource implements MetricsSource {
     rb.addGauge(ShimMetric.LIVE_CLIENTS.info(), clients.getAsInt());
     rb.addCounter(ShimMetric.SLOTS_INVALIDATED.info(), metrics.slotsInvalidated.sum());
     rb.addCounter(ShimMetric.INVALIDATION_SCANS.info(), metrics.invalidationScans.sum());
+    rb.addCounter(ShimMetric.UNCACHES_DEFERRED.info(), metrics.uncachesDeferred.sum());
+    rb.addGauge(ShimMetric.CACHE_EVENTS_UNAVAILABLE.info(), metrics.cacheEventsUnavailable ? 1 : 0);
     rb.addCounter(
         ShimMetric.INVALIDATION_SCAN_FAILURES.info(), metrics.invalidationScanFailures.sum());
     rb.addCounter(

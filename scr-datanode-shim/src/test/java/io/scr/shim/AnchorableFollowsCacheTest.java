@@ -113,4 +113,29 @@ class AnchorableFollowsCacheTest {
     assertFalse(seg.segment.slot(0).isAnchorable());
     registry.remove(seg);
   }
+
+  @Test
+  void theCacheEventMarksSlotsGrantedBeforeAndAnUncacheWaitsForHeldAnchors() throws Exception {
+    Dataset ds = new Dataset();
+    BlockKey key = new BlockKey("bp", 1);
+    ShimSegment seg = registry.add(SegmentRegistryTest.newSegment(), 1000);
+    Slot slot = seg.segment.slot(2);
+    slot.makeValid();
+    registry.register(seg, 2, key, ds.replica, 7, false); // granted before the block was cached
+    Slot stale = seg.segment.slot(5);
+    stale.makeValid();
+    registry.register(seg, 5, key, new FakeReplica(1, 6), 6, false); // an older replica's slot
+
+    assertEquals(1, registry.blockCached(key, ds.replica), "the DataNode cached the block");
+    assertTrue(slot.isAnchorable(), "anchorable at the cache event, without a scan");
+    assertFalse(stale.isAnchorable(), "another replica's slot is the scan's to invalidate");
+
+    assertTrue(slot.tryAnchor()); // a read skipping verification
+    assertFalse(registry.blockUncaching(key), "held anchor: the DataNode must defer the munlock");
+    assertFalse(slot.isAnchorable(), "no new anchor while the uncache waits");
+    assertFalse(slot.tryAnchor());
+    slot.releaseAnchor();
+    assertTrue(registry.blockUncaching(key), "no anchor held: the munlock may proceed");
+    registry.remove(seg);
+  }
 }

@@ -33,9 +33,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * verified); once the shim clears ANCHORABLE on uncache, the same lease verifies again. Shown with
  * a replica corrupted on disk under an open lease: anchored, the bad bytes are returned unverified,
  * as stock returns them from a cached block; unanchored, the read fails with a ChecksumException.
- * (MiniDFSCluster cannot cache blocks without libhadoop's mlock, so the test sets ANCHORABLE where
- * the DataNode's cache would, and clears it through the shim's scan with a dataset that reports the
- * block uncached.)
+ * (The test sets ANCHORABLE by hand where the DataNode's cache would, and clears it through the
+ * shim's scan with a dataset that reports the block uncached; {@code
+ * ShimCachedReplicaZeroCopyConformanceTest} caches for real.)
  */
 class AnchoredReadModeBTest {
   private static final int LEN = 64 * 1024;
