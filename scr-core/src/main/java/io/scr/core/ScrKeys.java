@@ -226,9 +226,25 @@ public final class ScrKeys {
           "scr.client.health.deadline.max.ms",
           Long.class,
           500L,
-          "Longest time (ms) a replica open waits for the local DataNode's answer, however slow"
-              + " its normal answers. A first read of a block whose DataNode hangs costs at most"
-              + " the deadline (at most this) plus a stock read of another replica.");
+          "Longest deadline (ms) of the local DataNode's answer, however slow its normal answers:"
+              + " how long a probe or a request sent off the read path waits before the DataNode"
+              + " is judged unresponsive. Reads wait no more than"
+              + " scr.client.health.read.wait.max.ms of it.");
+
+  /** Health: how long a reader waits for the local DataNode before it reads another replica. */
+  public static final ConfigKey<Long> HEALTH_READ_WAIT_MAX_MS =
+      scr(
+          "scr.client.health.read.wait.max.ms",
+          Long.class,
+          100L,
+          "Longest time (ms) a read waits for the local DataNode's answer to a replica open (connect"
+              + " and each read of the exchange) before it reads another replica: the deadline,"
+              + " but no more than this. A request that outlasts this without reaching the deadline"
+              + " makes the DataNode suspect (replicas not open yet are read from other DataNodes"
+              + " until a probe hears it answer) and never unresponsive: only a probe or request"
+              + " that waited the whole deadline unanswered says that. A first read of a block"
+              + " whose DataNode hangs costs at most this plus a stock read of another replica;"
+              + " the judgement of the DataNode's health follows the deadline.");
 
   /** Health: the deadline as a multiple of the answer time. */
   public static final ConfigKey<Integer> HEALTH_DEADLINE_MULTIPLIER =

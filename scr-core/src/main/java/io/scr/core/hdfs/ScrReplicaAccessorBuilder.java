@@ -48,6 +48,11 @@ import org.slf4j.LoggerFactory;
  * when the bytes the read needs are on disk (verified up to the read's end, never past it). A stock
  * DataNode (mode A) cannot tell that without a TCP round trip: such files are read the stock way.
  *
+ * <p><b>A local DataNode that is unwell</b> (hung, dead, just back): a block not open already is
+ * served by an accessor that reads another replica through a stock stream of scr's own that skips
+ * the unwell DataNode ({@link UnwellDataNodeDetour}), so stock never waits for the DataNode it
+ * chose, which is the local one first.
+ *
  * <p><b>When it returns null</b> (the stock path reads the block): the file is open for write and
  * no local DataNode with the shim serves the read (above), scr is disabled or no local socket is
  * configured, no local socket is usable (missing, backing off), or no local DataNode can serve the
@@ -73,6 +78,10 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    * and a miss that the DataNode refuses for it decodes the real one and reads again.
    */
   private static final Token<BlockTokenIdentifier> EMPTY_TOKEN = new Token<>();
+
+  /** Per client context: reads around an unwell local DataNode ({@link UnwellDataNodeDetour}). */
+  private static final ConcurrentHashMap<String, UnwellDataNodeDetour> DETOURS =
+      new ConcurrentHashMap<>();
 
   /** The last configuration seen and its engine (null: scr disabled there). */
   private static volatile ConfEngine lastConf;
@@ -162,7 +171,20 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
         accessor.reportCorruptOnGoodRead = true;
       }
     }
+    if (accessor == null && allowShortCircuit && !corruptFound) {
+      // Not served locally: while a local DataNode is unwell, read around it rather than let
+      // stock read from its choice, the unwell DataNode first.
+      return detour(client, conf).accessor(fileName, block, verifyChecksum);
+    }
     return accessor;
+  }
+
+  /** The detour of {@code client}'s context around unwell local DataNodes. */
+  private static UnwellDataNodeDetour detour(Engine client, Configuration conf) {
+    UnwellDataNodeDetour d = DETOURS.get(client.context());
+    return d != null
+        ? d
+        : DETOURS.computeIfAbsent(client.context(), k -> new UnwellDataNodeDetour(client, conf));
   }
 
   /** The accessor for a block of a closed file, or null (stock reads it). */
@@ -313,6 +335,12 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
    */
   public static void releaseAll() {
     lastConf = null;
+    for (String context : DETOURS.keySet()) {
+      UnwellDataNodeDetour d = DETOURS.remove(context);
+      if (d != null) {
+        d.close();
+      }
+    }
     for (String context : CLIENTS.keySet()) {
       Engine c = CLIENTS.remove(context);
       if (c != null) {

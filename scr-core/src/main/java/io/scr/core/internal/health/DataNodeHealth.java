@@ -27,9 +27,12 @@ import org.slf4j.LoggerFactory;
  * or dead DataNode, every stream of every file system knows at once ({@link #shared}).
  *
  * <p><b>What feeds it.</b> Replica opens report how long the DataNode took to answer ({@link
- * #answered}) or how the request failed ({@link #requestFailed}): a wait of the whole deadline (the
- * request is bounded by {@link #deadlineMillis}), a refused or missing socket, a connection reset
- * inside an exchange. The segment watcher reports a segment the DataNode closed ({@link
+ * #answered}) or how the request failed ({@link #requestFailed}): a wait of the reader's bound
+ * ({@link #deadlineMillis}: the deadline, but no more than {@code
+ * scr.client.health.read.wait.max.ms}), which makes the path suspect, or of the whole deadline, a
+ * refused or missing socket, a connection reset inside an exchange. So a hung DataNode costs a
+ * first read the reader's bound, while only a wait of the whole deadline (a probe's, the trial's)
+ * judges it unresponsive. The segment watcher reports a segment the DataNode closed ({@link
  * #faltered}). While a path is not healthy, a probe ({@link LivenessProbe}: the shim's PING, or a
  * stock op a DataNode answers without work) runs every {@code scr.client.health.probe.interval.ms}
  * on the injected {@link ProbeScheduler}; its answer makes the path healthy again. No probe runs
@@ -313,9 +316,13 @@ public final class DataNodeHealth {
     return h != null && h.unwell();
   }
 
-  /** How long a request to {@code path} may wait for its answer now (ms). */
+  /**
+   * How long a reader's request to {@code path} may wait for its answer now (ms): the deadline,
+   * but no more than {@code scr.client.health.read.wait.max.ms} ({@link PathHealth#readWaitNanos}).
+   * Probes and the trial request, sent off the read path, wait the whole deadline.
+   */
   public int deadlineMillis(String path) {
-    return of(path).deadlineMillis();
+    return of(path).readWaitMillis();
   }
 
   /** The longest deadline ({@code scr.client.health.deadline.max.ms}), ms: bounds a batch. */
@@ -344,7 +351,13 @@ public final class DataNodeHealth {
       return false;
     }
     if (isTimeout(e)) {
-      of(path).timedOut("no answer within " + deadlineMillis(path) + " ms: " + e.getMessage());
+      PathHealth h = of(path);
+      if (latencyNanos < h.deadlineNanos()) {
+        // A reader's wait, shorter than the deadline: too slow for readers, not unresponsive.
+        h.outwaited("no answer within a reader's " + h.readWaitMillis() + " ms: " + e.getMessage());
+      } else {
+        h.timedOut("no answer within " + h.deadlineMillis() + " ms: " + e.getMessage());
+      }
       return true;
     }
     if (e instanceof DomainConnectException) {
@@ -364,8 +377,8 @@ public final class DataNodeHealth {
 
   /**
    * The bound of shared-memory segment requests (op 89, the first exchange with a DataNode, made on
-   * a reader's thread when its slot pool starts): the path's deadline; one that waits it makes the
-   * path suspect like a timed-out fd request.
+   * a reader's thread when its slot pool starts): a reader's wait ({@link #deadlineMillis}); one
+   * that waits it makes the path suspect like a reader's fd request that waited as long.
    */
   public io.scr.core.internal.net.DomainSocketPool.Deadlines segmentDeadlines() {
     return new io.scr.core.internal.net.DomainSocketPool.Deadlines() {
@@ -376,7 +389,12 @@ public final class DataNodeHealth {
 
       @Override
       public void timedOut(String path, String what) {
-        of(path).timedOut(what);
+        PathHealth h = of(path);
+        if (h.readWaitNanos() < h.deadlineNanos()) {
+          h.outwaited(what); // bounded by a reader's wait, not the whole deadline
+        } else {
+          h.timedOut(what);
+        }
       }
     };
   }

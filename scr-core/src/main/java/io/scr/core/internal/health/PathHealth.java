@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  *       until a request is answered within the floor: the trial request is sent off the read
  *       path, one at a time, and readers send none meanwhile (see {@link #takeTrial})</td>
  *       <td>any</td><td>HEALTHY</td></tr>
- *   <tr><td>no answer within the deadline</td><td>HEALTHY</td><td>SUSPECT</td></tr>
+ *   <tr><td>no answer within the deadline, or a reader's request unanswered within the
+ *       reader's wait ({@link #readWaitNanos})</td><td>HEALTHY</td><td>SUSPECT</td></tr>
  *   <tr><td>no answer within the deadline</td><td>SUSPECT, DEAD</td><td>UNRESPONSIVE</td></tr>
  *   <tr><td>reset or EOF inside an exchange, a segment closed</td><td>HEALTHY</td>
  *       <td>SUSPECT</td></tr>
@@ -209,6 +210,21 @@ public final class PathHealth {
     return relapsing ? policy.floorNanos() : deadlineNanos;
   }
 
+  /**
+   * How long a reader's request waits for this DataNode's answer now (ns): the deadline, but no
+   * more than the policy's read wait. A reader that waits this long unanswered reads another
+   * replica and makes the DataNode suspect ({@link #outwaited}); whether it is unresponsive is left
+   * to a wait of the whole deadline (the probe's).
+   */
+  public long readWaitNanos() {
+    return Math.min(deadlineNanos(), policy.readWaitNanos());
+  }
+
+  /** {@link #readWaitNanos} in whole milliseconds (at least 1), for socket timeouts. */
+  public int readWaitMillis() {
+    return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(readWaitNanos()));
+  }
+
   /** The deadline in whole milliseconds (at least 1), for socket timeouts. */
   public int deadlineMillis() {
     return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos()));
@@ -341,6 +357,15 @@ public final class PathHealth {
       enter(to, what);
     }
     changed(to, what);
+  }
+
+  /**
+   * A reader's request went unanswered for the reader's wait ({@link #readWaitNanos}), shorter
+   * than the deadline: the DataNode is slower than readers wait for, not shown unresponsive. Suspect
+   * if healthy (the probe then waits the whole deadline and says which), nothing otherwise.
+   */
+  public void outwaited(String what) {
+    suspectedByRequest(what);
   }
 
   /** The connection was reset or closed inside an exchange, or the DataNode closed a segment. */

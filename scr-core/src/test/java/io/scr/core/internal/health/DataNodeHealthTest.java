@@ -113,6 +113,41 @@ class DataNodeHealthTest {
     assertEquals(1, s.transitionsTo(HealthState.HEALTHY));
   }
 
+  /**
+   * Readers wait the deadline but no more than the read wait; a reader's request that outlasts
+   * its wait, however many of them, makes the DataNode suspect and never unresponsive: only a wait
+   * of the whole deadline (the probe's) says that.
+   */
+  @Test
+  void aReadersShorterWaitMakesItSuspectNeverUnresponsive() {
+    DataNodeHealth patient =
+        new DataNodeHealth(
+            HealthPolicy.of(50, 150, 10, 100, 20),
+            now::get,
+            (task, delayNanos) -> {
+              due.add(task);
+              delays.add(delayNanos);
+            },
+            probe);
+    String path = dir.resolve("dn.sock").toString();
+    PathHealth h = patient.of(path);
+    assertEquals(20, patient.deadlineMillis(path), "a reader waits the read wait");
+    assertEquals(50, h.deadlineMillis(), "probes and the trial wait the whole deadline");
+
+    java.net.SocketTimeoutException timeout = new java.net.SocketTimeoutException("read");
+    for (int i = 0; i < 4; i++) {
+      assertTrue(patient.requestFailed(path, timeout, 20 * MS), "a wait, counted as one");
+    }
+    assertEquals(HealthState.SUSPECT, h.state());
+    assertFalse(patient.admitsNewOpens(path), "a suspect DataNode gets no new opens");
+    assertEquals(0, h.status().transitionsTo(HealthState.UNRESPONSIVE), "readers' waits only");
+    assertTrue(log.matching("WARN", "does not answer within").isEmpty(), log.all().toString());
+
+    patient.requestFailed(path, timeout, 50 * MS);
+    assertEquals(
+        HealthState.UNRESPONSIVE, h.state(), "a wait of the whole deadline, once suspect");
+  }
+
   @Test
   void refusalIsDeadAResetIsSuspectAndEitherHealsOnAnAnswer() {
     PathHealth h = health.of(dir.resolve("dn.sock").toString());
