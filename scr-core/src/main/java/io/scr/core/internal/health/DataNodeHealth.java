@@ -297,7 +297,7 @@ public final class DataNodeHealth {
         if (e instanceof java.io.InterruptedIOException && !isTimeout(e)) {
           h.forgetRequest(request); // not sent (its engine closed): says nothing of the DataNode
         }
-        requestFailed(h.path(), e, ticker.read() - start);
+        requestFailed(h.path(), e, ticker.read() - start, false);
       } catch (RuntimeException e) {
         LOG.debug("the trial request to {} failed", h.path(), e);
         h.faltered("the trial request failed: " + e);
@@ -344,6 +344,17 @@ public final class DataNodeHealth {
    * @return whether {@code e} was a wait of the whole deadline (the caller counts it as such)
    */
   public boolean requestFailed(String path, IOException e, long latencyNanos) {
+    return requestFailed(path, e, latencyNanos, true);
+  }
+
+  /**
+   * {@link #requestFailed(String, IOException, long)}; {@code readersWait}: whether the request was
+   * bounded by a reader's wait ({@link #deadlineMillis}) rather than the whole deadline. A timeout
+   * of such a request makes the path suspect, never unresponsive, unless it lasted the cap (a batch
+   * of opens is bounded by it).
+   */
+  private boolean requestFailed(
+      String path, IOException e, long latencyNanos, boolean readersWait) {
     if (e instanceof ShortCircuitRefusedException
         || e instanceof InvalidToken
         || e instanceof ProtocolException) {
@@ -352,7 +363,7 @@ public final class DataNodeHealth {
     }
     if (isTimeout(e)) {
       PathHealth h = of(path);
-      if (latencyNanos < h.deadlineNanos()) {
+      if (readersWait && h.readWaitNanos() < h.deadlineNanos() && latencyNanos < policy.capNanos()) {
         // A reader's wait, shorter than the deadline: too slow for readers, not unresponsive.
         h.outwaited("no answer within a reader's " + h.readWaitMillis() + " ms: " + e.getMessage());
       } else {

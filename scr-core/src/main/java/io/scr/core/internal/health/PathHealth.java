@@ -365,7 +365,17 @@ public final class PathHealth {
    * if healthy (the probe then waits the whole deadline and says which), nothing otherwise.
    */
   public void outwaited(String what) {
-    suspectedByRequest(what);
+    synchronized (this) {
+      if (state != HealthState.HEALTHY) {
+        return;
+      }
+      // Held out longer each time it follows a probe's word, as a relapse; but its deadline stays:
+      // a reader's shorter wait shows nothing about it, so the probe waits the whole of it.
+      relapses = healedByProbeOnly ? relapses + 1 : 0;
+      healedByProbeOnly = false;
+      enter(HealthState.SUSPECT, what);
+    }
+    changed(HealthState.SUSPECT, what);
   }
 
   /** The connection was reset or closed inside an exchange, or the DataNode closed a segment. */
