@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.scr.core.hdfs.ScrFileSystem;
+import io.scr.core.hdfs.ScrReplicaAccessorBuilder;
 import io.scr.reliability.ReaderLoad.Bytes;
 import io.scr.reliability.ReaderLoad.Kind;
 import io.scr.reliability.ReaderLoad.Sample;
@@ -111,6 +112,7 @@ abstract class AbstractFailoverTest {
 
   @AfterAll
   void stopHdfs() throws IOException {
+    ScrReplicaAccessorBuilder.releaseAll();
     if (hdfs != null) {
       hdfs.close();
     }
@@ -129,6 +131,23 @@ abstract class AbstractFailoverTest {
     return (ScrFileSystem) FileSystem.newInstance(hdfs.uri(), c);
   }
 
+  /**
+   * The stock {@code DistributedFileSystem} with scr's replica accessor (its own context, stock
+   * short-circuit off), as the user guide configures the zero-change drop-in.
+   */
+  FileSystem accessorFileSystem() throws IOException {
+    Configuration c = hdfs.clientConf();
+    c.set(
+        "dfs.client.replica.accessor.builder.classes", ScrReplicaAccessorBuilder.class.getName());
+    c.set("scr.client.context", "failover-accessor-" + CONTEXTS.incrementAndGet());
+    c.set("dfs.client.context", "failover-accessor-" + CONTEXTS.get());
+    c.setBoolean("dfs.client.read.shortcircuit", false);
+    c.setLong("scr.client.health.deadline.min.ms", DEADLINE_FLOOR.toMillis());
+    c.setInt("dfs.client.retry.window.base", 10);
+    c.setBoolean("fs.hdfs.impl.disable.cache", true);
+    return FileSystem.newInstance(hdfs.uri(), c);
+  }
+
   /** The stock client over TCP (no short-circuit, no scr): the reference. */
   FileSystem stockTcp() throws IOException {
     Configuration c = hdfs.clientConf();
@@ -141,16 +160,24 @@ abstract class AbstractFailoverTest {
    * SIGSTOP of the local DataNode for 20 s under readers: no read fails; every first read of a new
    * block, and every later read of it, takes at most 1 s (it goes to another replica instead of
    * waiting for the hung DataNode); reads of replicas opened before the hang stay short-circuit and
-   * take at most 50 ms; within 2 s of SIGCONT every byte read is short-circuit again.
+   * take at most 50 ms; within 2 s of SIGCONT every byte read is short-circuit again. The replica
+   * accessor's readers read alongside, through the stock file system: none of their reads fails,
+   * each of their reads of a block first read during the hang takes at most 1 s too (the accessor
+   * reads it from another replica rather than let stock wait for the DataNode it chose), and their
+   * open replicas stay short-circuit.
    */
   @Test
   void hungLocalDataNodeCostsNoFirstReadMoreThanASecond() throws Exception {
     ProcessHdfs.DataNode dn = hdfs.local();
     try (ScrFileSystem fs = scrFileSystem();
+        FileSystem accessorFs = accessorFileSystem();
         ReaderLoad load =
-            new ReaderLoad(fs, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS)) {
+            new ReaderLoad(fs, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS);
+        ReaderLoad acc = new ReaderLoad(accessorFs, files, BLOCK, 0.5, 2, 1, PAUSE_MICROS)) {
       load.warm();
+      acc.warm();
       load.start("hang");
+      acc.start("hang-accessor");
       TimeUnit.SECONDS.sleep(1);
       long stopped = System.nanoTime();
       dn.stop();
@@ -160,6 +187,7 @@ abstract class AbstractFailoverTest {
         long step = HANG.toNanos() / load.coldBlockCount();
         for (int i = 0; i < load.coldBlockCount(); i++) {
           load.release(1);
+          acc.release(1);
           TimeUnit.NANOSECONDS.sleep(step);
         }
       } finally {
@@ -170,6 +198,7 @@ abstract class AbstractFailoverTest {
       TimeUnit.NANOSECONDS.sleep(RECOVERY.toNanos() + TimeUnit.SECONDS.toNanos(2));
       long end = System.nanoTime();
       load.stop();
+      acc.stop();
 
       List<Sample> firstAndLater =
           load.samples(stopped, resumed, s -> s.kind == Kind.FIRST || s.kind == Kind.COLD);
@@ -178,24 +207,50 @@ abstract class AbstractFailoverTest {
       int firstReads = load.samples(stopped, resumed, s -> s.kind == Kind.FIRST).size();
       Sample slowestNew = ReaderLoad.slowest(firstAndLater);
       Sample slowestOpen = ReaderLoad.slowest(open);
+      List<Sample> accNew =
+          acc.samples(stopped, resumed, s -> s.kind == Kind.FIRST || s.kind == Kind.COLD);
+      List<Sample> accOpen = acc.samples(stopped, resumed, s -> s.kind == Kind.WARM);
+      Sample accSlowestNew = ReaderLoad.slowest(accNew);
       String report =
           String.format(
-              "%s: hang %d s, %d first reads during it; slowest new-block read %s; slowest"
-                  + " open-replica read %s; open replicas during the hang: %s; reads started %d s"
-                  + " or more after SIGCONT: %s; not short-circuit: %s",
+              "%s: hang %d s, %d first reads during it; slowest new-block read %s; first reads:"
+                  + " median %.1f ms, 3 slowest %s; slowest open-replica read %s; open replicas"
+                  + " during the hang: %s; reads started %d s or more after SIGCONT: %s; not"
+                  + " short-circuit: %s; accessor: %d first reads, median %.1f ms, slowest"
+                  + " new-block read %s, open replicas %s",
               mode(),
               HANG.toSeconds(),
               firstReads,
               slowestNew,
+              ReaderLoad.quantileNanos(
+                      load.samples(stopped, resumed, s -> s.kind == Kind.FIRST), 0.5)
+                  / 1e6,
+              slowest(load.samples(stopped, resumed, s -> s.kind == Kind.FIRST), 3, stopped),
               slowestOpen,
               ReaderLoad.bytes(open),
               RECOVERY.toSeconds(),
               ReaderLoad.bytes(afterRecovery),
-              notShortCircuit(afterRecovery, resumed));
+              notShortCircuit(afterRecovery, resumed),
+              acc.samples(stopped, resumed, s -> s.kind == Kind.FIRST).size(),
+              ReaderLoad.quantileNanos(
+                      acc.samples(stopped, resumed, s -> s.kind == Kind.FIRST), 0.5)
+                  / 1e6,
+              accSlowestNew,
+              ReaderLoad.bytes(accOpen));
       System.out.println(report);
       assertAll(
           report,
           noFailures(load),
+          noFailures(acc),
+          () ->
+              assertTrue(
+                  accSlowestNew.nanos <= FIRST_READ_LIMIT.toNanos(),
+                  "an accessor read of a block first read during the hang took " + accSlowestNew),
+          () ->
+              assertEquals(
+                  "",
+                  notShortCircuit(accOpen, stopped),
+                  "accessor reads of replicas open before the hang that were not short-circuit"),
           () ->
               assertEquals(load.coldBlockCount(), firstReads, "new blocks first read in the hang"),
           () ->
@@ -253,14 +308,18 @@ abstract class AbstractFailoverTest {
     ProcessHdfs.DataNode dn = hdfs.local();
     try (ScrFileSystem fs = scrFileSystem();
         FileSystem stock = stockTcp();
+        FileSystem accessorFs = accessorFileSystem();
         ReaderLoad scr =
             new ReaderLoad(fs, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS);
         ReaderLoad tcp =
-            new ReaderLoad(stock, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS)) {
+            new ReaderLoad(stock, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS);
+        ReaderLoad acc = new ReaderLoad(accessorFs, files, BLOCK, 0.5, 2, 1, PAUSE_MICROS)) {
       scr.warm();
       tcp.warm();
+      acc.warm();
       scr.start("kill-scr");
       tcp.start("kill-stock");
+      acc.start("kill-accessor");
       TimeUnit.SECONDS.sleep(1);
       long killed = System.nanoTime();
       dn.kill();
@@ -268,6 +327,7 @@ abstract class AbstractFailoverTest {
       for (int i = 0; i < scr.coldBlockCount(); i++) {
         scr.release(1);
         tcp.release(1);
+        acc.release(1);
         TimeUnit.NANOSECONDS.sleep(step);
       }
       long restarting = System.nanoTime();
@@ -277,6 +337,7 @@ abstract class AbstractFailoverTest {
       long end = System.nanoTime();
       scr.stop();
       tcp.stop();
+      acc.stop();
 
       Sample slowestScr = ReaderLoad.slowest(scr.samples(killed, end, s -> true));
       Sample slowestStock = ReaderLoad.slowest(tcp.samples(killed, end, s -> true));
@@ -297,11 +358,17 @@ abstract class AbstractFailoverTest {
               duringOutage,
               slowest(scr.samples(killed, end, s -> true), 3, killed),
               slowest(tcp.samples(killed, end, s -> true), 3, killed));
-      System.out.println(report + "; " + margin(slowestScr, slowestStock));
+      System.out.println(
+          report
+              + "; "
+              + margin(slowestScr, slowestStock)
+              + "; "
+              + accessorReport(acc, killed, restarting, end));
       assertAll(
           report,
           noFailures(scr),
           noFailures(tcp),
+          noFailures(acc),
           () ->
               assertTrue(
                   slowestScr.nanos <= slowestStock.nanos + STOCK_MARGIN.toNanos(),
@@ -329,11 +396,15 @@ abstract class AbstractFailoverTest {
         ReaderLoad load =
             new ReaderLoad(fs, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS);
         ReaderLoad tcp =
-            new ReaderLoad(stock, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS)) {
+            new ReaderLoad(stock, files, BLOCK, 0.5, THREADS, OPEN_REPLICA_THREADS, PAUSE_MICROS);
+        FileSystem accessorFs = accessorFileSystem();
+        ReaderLoad acc = new ReaderLoad(accessorFs, files, BLOCK, 0.5, 2, 1, PAUSE_MICROS)) {
       load.warm();
       tcp.warm();
+      acc.warm();
       load.start("restart-scr");
       tcp.start("restart-stock");
+      acc.start("restart-accessor");
       TimeUnit.SECONDS.sleep(1);
       long terminated = System.nanoTime();
       dn.terminate();
@@ -341,6 +412,7 @@ abstract class AbstractFailoverTest {
       for (int i = 0; i < load.coldBlockCount(); i++) {
         load.release(1);
         tcp.release(1);
+        acc.release(1);
         TimeUnit.NANOSECONDS.sleep(step);
       }
       dn.restart();
@@ -350,6 +422,7 @@ abstract class AbstractFailoverTest {
       long end = System.nanoTime();
       load.stop();
       tcp.stop();
+      acc.stop();
       Bytes whileDown = ReaderLoad.bytes(load.samples(terminated, back, s -> s.kind == Kind.WARM));
       double share = whileDown.share();
       Sample slowestScr = ReaderLoad.slowest(load.samples(terminated, end, s -> true));
@@ -366,11 +439,17 @@ abstract class AbstractFailoverTest {
               whileDown,
               slowest(load.samples(terminated, end, s -> true), 3, terminated),
               slowest(tcp.samples(terminated, end, s -> true), 3, terminated));
-      System.out.println(report + "; " + margin(slowestScr, slowestStock));
+      System.out.println(
+          report
+              + "; "
+              + margin(slowestScr, slowestStock)
+              + "; "
+              + accessorReport(acc, terminated, back, end));
       assertAll(
           report,
           noFailures(load),
           noFailures(tcp),
+          noFailures(acc),
           () ->
               assertTrue(
                   slowestScr.nanos <= slowestStock.nanos + STOCK_MARGIN.toNanos(),
@@ -382,6 +461,17 @@ abstract class AbstractFailoverTest {
                       + " back: "
                       + share));
     }
+  }
+
+  /**
+   * The replica accessor's readers around a death and a return, for the report: their slowest read
+   * from the fault on and the short-circuit share of their open replicas until {@code backNanos}.
+   */
+  private static String accessorReport(ReaderLoad acc, long faultNanos, long backNanos, long end) {
+    return String.format(
+        "accessor: slowest read %s; open replicas until it was back: %s",
+        ReaderLoad.slowest(acc.samples(faultNanos, end, s -> true)),
+        ReaderLoad.bytes(acc.samples(faultNanos, backNanos, s -> s.kind == Kind.WARM)));
   }
 
   /** What is left of {@link #STOCK_MARGIN} (negative: exceeded), for the report. */

@@ -602,6 +602,7 @@ abstract class AbstractFaultTest {
     long seed = Long.getLong("scr.soak.seed", System.nanoTime());
     long millis = Long.getLong("scr.soak.millis", 8_000);
     System.out.println("soak seed " + seed + " (rerun with -Dscr.soak.seed=" + seed + ")");
+    System.out.println("before the soak: " + HealthChanges.summary());
     int capacity = 8;
     int files = 4;
     int blocksPerFile = 8; // 32 blocks: 4x the cache
@@ -768,6 +769,7 @@ abstract class AbstractFaultTest {
           s.removalCount(RemovalCause.INVALIDATED),
           scr.fallbackCount(FallbackReason.BLOCK_REFUSED),
           scr.metricsSnapshot().fallbacks());
+      System.out.println("after the soak: " + HealthChanges.summary());
       assertEquals(0, mismatches.get(), "bytes differ from what was written");
       assertTrue(errors.isEmpty(), errors.size() + " errors, first: " + errors.peek());
       assertTrue(reads.get() > 1000, "too few reads to mean anything: " + reads.get());

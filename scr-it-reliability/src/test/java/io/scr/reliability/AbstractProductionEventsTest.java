@@ -103,6 +103,7 @@ abstract class AbstractProductionEventsTest {
 
   @AfterAll
   static void releaseAccessorEnginesAndTheSecondCluster() {
+    System.out.println("production events: " + HealthChanges.summary());
     ScrReplicaAccessorBuilder.releaseAll();
     if (twoDataNodes != null) {
       twoDataNodes.close();
