@@ -240,11 +240,12 @@ public final class ScrKeys {
           "Longest time (ms) a read waits for the local DataNode's answer to a replica open (connect"
               + " and each read of the exchange) before it reads another replica: the deadline,"
               + " but no more than this. A request that outlasts this without reaching the deadline"
-              + " makes the DataNode suspect (replicas not open yet are read from other DataNodes"
-              + " until a probe hears it answer) and never unresponsive: only a probe or request"
-              + " that waited the whole deadline unanswered says that. A first read of a block"
-              + " whose DataNode hangs costs at most this plus a stock read of another replica;"
-              + " the judgement of the DataNode's health follows the deadline.");
+              + " changes no health state: one probe bounded by the whole deadline checks the"
+              + " DataNode, and replicas not open yet are read from other DataNodes while it runs;"
+              + " answered, the outwaited request is sent again from the probe thread and opens"
+              + " resume once it is answered within the minimum; unanswered, the DataNode is"
+              + " suspect as after a wait of the whole deadline. A first read of a block whose"
+              + " DataNode hangs costs at most this plus a stock read of another replica.");
 
   /** Health: the deadline as a multiple of the answer time. */
   public static final ConfigKey<Integer> HEALTH_DEADLINE_MULTIPLIER =

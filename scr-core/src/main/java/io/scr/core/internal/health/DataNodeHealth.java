@@ -364,8 +364,7 @@ public final class DataNodeHealth {
     if (isTimeout(e)) {
       PathHealth h = of(path);
       if (readersWait && h.readWaitNanos() < h.deadlineNanos() && latencyNanos < policy.capNanos()) {
-        // A reader's wait, shorter than the deadline: too slow for readers, not unresponsive.
-        h.outwaited("no answer within a reader's " + h.readWaitMillis() + " ms: " + e.getMessage());
+        outwaited(h); // a reader's wait, shorter than the deadline, says nothing of the DataNode
       } else {
         h.timedOut("no answer within " + h.deadlineMillis() + " ms: " + e.getMessage());
       }
@@ -378,6 +377,63 @@ public final class DataNodeHealth {
       of(path).faltered(e.toString());
     }
     return false;
+  }
+
+  /**
+   * A reader's request to {@code h}'s path went unanswered for the reader's wait, shorter than the
+   * deadline: no state change, but a check (one probe bounded by the whole deadline, on the probe
+   * thread) during which readers go to other replicas ({@link PathHealth#startCheck}).
+   */
+  private void outwaited(PathHealth h) {
+    if (h.startCheck()) {
+      scheduler.schedule(() -> runCheck(h), 0);
+    }
+  }
+
+  /**
+   * The check of a healthy path a reader outwaited (scheduler thread): answered, the path is on
+   * trial and the outwaited request is sent as the trial at once (its answer within the floor ends
+   * it, a slower one makes the path suspect: the rule every answer follows); unanswered within the
+   * deadline, the path is suspect, as after a request that waited the deadline, and probed.
+   */
+  void runCheck(PathHealth h) {
+    String path = h.path();
+    try {
+      h.probed();
+      LivenessProbe.Result r = probe.probe(path, h.offersPing(), h.deadlineMillis());
+      switch (r) {
+        case ANSWERED:
+          h.checkAnswered();
+          h.checkEnded();
+          probe.forget(path);
+          DataNodeHealth.TrialRequest last = h.lastRequest();
+          if (last != null && h.takeTrial()) {
+            runTrial(h, last);
+          }
+          break;
+        case NO_ANSWER:
+          h.timedOut(
+              "a reader's request went unanswered for "
+                  + h.readWaitMillis()
+                  + " ms and a probe after it for "
+                  + h.deadlineMillis()
+                  + " ms");
+          break;
+        default:
+          h.refused("the DataNode closed the probe's connection without an answer");
+          break;
+      }
+    } catch (IOException | RuntimeException e) {
+      if (isTimeout(e)) {
+        h.timedOut("a probe's connect got no answer within " + h.deadlineMillis() + " ms");
+      } else if (e instanceof DomainConnectException) {
+        h.refused(e.getMessage());
+      } else {
+        h.refused("a probe failed: " + e);
+      }
+    } finally {
+      h.checkEnded();
+    }
   }
 
   /** Whether {@code e} is a wait of a whole deadline: a read or connect timeout. */
@@ -402,7 +458,7 @@ public final class DataNodeHealth {
       public void timedOut(String path, String what) {
         PathHealth h = of(path);
         if (h.readWaitNanos() < h.deadlineNanos()) {
-          h.outwaited(what); // bounded by a reader's wait, not the whole deadline
+          outwaited(h); // bounded by a reader's wait, not the whole deadline
         } else {
           h.timedOut(what);
         }

@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  *       until a request is answered within the floor: the trial request is sent off the read
  *       path, one at a time, and readers send none meanwhile (see {@link #takeTrial})</td>
  *       <td>any</td><td>HEALTHY</td></tr>
- *   <tr><td>no answer within the deadline, or a reader's request unanswered within the
- *       reader's wait ({@link #readWaitNanos})</td><td>HEALTHY</td><td>SUSPECT</td></tr>
+ *   <tr><td>no answer within the deadline (a reader's request unanswered within the reader's
+ *       shorter wait, {@link #readWaitNanos}, changes nothing: a check follows, see {@link
+ *       #startCheck})</td><td>HEALTHY</td><td>SUSPECT</td></tr>
  *   <tr><td>no answer within the deadline</td><td>SUSPECT, DEAD</td><td>UNRESPONSIVE</td></tr>
  *   <tr><td>reset or EOF inside an exchange, a segment closed</td><td>HEALTHY</td>
  *       <td>SUSPECT</td></tr>
@@ -122,6 +123,10 @@ public final class PathHealth {
    */
   private volatile boolean onTrial;
 
+  /** Whether a check after a reader's outwaited request runs ({@link #startCheck}). */
+  private final java.util.concurrent.atomic.AtomicBoolean checking =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
   /** Whether a trial request is queued or being sent ({@link #takeTrial}, {@link #trialEnded}). */
   private final java.util.concurrent.atomic.AtomicBoolean trial =
       new java.util.concurrent.atomic.AtomicBoolean();
@@ -167,7 +172,7 @@ public final class PathHealth {
    * ({@link #takeTrial}) instead of sending it. Takes nothing.
    */
   public boolean admitsNewOpen() {
-    return state == HealthState.HEALTHY && (!onTrial || !trial.get());
+    return state == HealthState.HEALTHY && !checking.get() && (!onTrial || !trial.get());
   }
 
   /**
@@ -175,7 +180,7 @@ public final class PathHealth {
    * probe only.
    */
   public boolean admitsRequests() {
-    return state == HealthState.HEALTHY && !onTrial;
+    return state == HealthState.HEALTHY && !onTrial && !checking.get();
   }
 
   /**
@@ -202,7 +207,7 @@ public final class PathHealth {
    * word of a probe only (its first requests may be slow: a DataNode just restarted).
    */
   public boolean unwell() {
-    return state != HealthState.HEALTHY || onTrial;
+    return state != HealthState.HEALTHY || onTrial || checking.get();
   }
 
   /** How long a request or probe waits for this DataNode's answer now (ns). */
@@ -213,8 +218,8 @@ public final class PathHealth {
   /**
    * How long a reader's request waits for this DataNode's answer now (ns): the deadline, but no
    * more than the policy's read wait. A reader that waits this long unanswered reads another
-   * replica and makes the DataNode suspect ({@link #outwaited}); whether it is unresponsive is left
-   * to a wait of the whole deadline (the probe's).
+   * replica and starts a check ({@link #startCheck}); whether the DataNode is unwell is left to a
+   * wait of the whole deadline (the check's probe).
    */
   public long readWaitNanos() {
     return Math.min(deadlineNanos(), policy.readWaitNanos());
@@ -360,22 +365,32 @@ public final class PathHealth {
   }
 
   /**
-   * A reader's request went unanswered for the reader's wait ({@link #readWaitNanos}), shorter
-   * than the deadline: the DataNode is slower than readers wait for, not shown unresponsive. Suspect
-   * if healthy (the probe then waits the whole deadline and says which), nothing otherwise.
+   * Starts a check of a healthy DataNode that a reader's request outwaited ({@link
+   * #readWaitNanos}, shorter than the deadline): true when no check runs already. While it runs, no
+   * replica not open yet is asked for here (readers go to other replicas), but the state does not
+   * change: a DataNode that answers the check is busy, not unwell ({@link #checkAnswered}); one that
+   * lets it wait the whole deadline unanswered is suspect like a request that did.
    */
-  public void outwaited(String what) {
+  boolean startCheck() {
+    return state == HealthState.HEALTHY && checking.compareAndSet(false, true);
+  }
+
+  /**
+   * The check's probe was answered: still healthy, and on trial (no reader sends a request until
+   * one sent off the read path is answered within the floor, as after a probe's answer), unless the
+   * state changed meanwhile.
+   */
+  void checkAnswered() {
     synchronized (this) {
-      if (state != HealthState.HEALTHY) {
-        return;
+      if (state == HealthState.HEALTHY) {
+        onTrial = true;
       }
-      // Held out longer each time it follows a probe's word, as a relapse; but its deadline stays:
-      // a reader's shorter wait shows nothing about it, so the probe waits the whole of it.
-      relapses = healedByProbeOnly ? relapses + 1 : 0;
-      healedByProbeOnly = false;
-      enter(HealthState.SUSPECT, what);
     }
-    changed(HealthState.SUSPECT, what);
+  }
+
+  /** The check ended, whatever its outcome. */
+  void checkEnded() {
+    checking.set(false);
   }
 
   /** The connection was reset or closed inside an exchange, or the DataNode closed a segment. */

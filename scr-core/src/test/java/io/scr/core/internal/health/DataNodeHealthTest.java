@@ -114,12 +114,15 @@ class DataNodeHealthTest {
   }
 
   /**
-   * Readers wait the deadline but no more than the read wait; a reader's request that outlasts
-   * its wait, however many of them, makes the DataNode suspect and never unresponsive: only a wait
-   * of the whole deadline (the probe's) says that.
+   * Readers wait the deadline but no more than the read wait. A reader's request that outwaits it
+   * changes no state: it starts one check (a probe bounded by the whole deadline) during which no
+   * open is admitted; a DataNode that answers the check is busy, not unwell (healthy, on trial: the
+   * outwaited request is sent as the trial at once); one that lets the check wait the deadline is
+   * suspect, and a probe after that unresponsive.
    */
   @Test
-  void aReadersShorterWaitMakesItSuspectNeverUnresponsive() {
+  void aReadersShorterWaitStartsACheckThatOnlyAWaitOfTheWholeDeadlineTurnsIntoSuspicion()
+      throws Exception {
     DataNodeHealth patient =
         new DataNodeHealth(
             HealthPolicy.of(50, 150, 10, 100, 20),
@@ -129,27 +132,36 @@ class DataNodeHealthTest {
               delays.add(delayNanos);
             },
             probe);
-    String path = dir.resolve("dn.sock").toString();
-    PathHealth h = patient.of(path);
-    assertEquals(20, patient.deadlineMillis(path), "a reader waits the read wait");
-    assertEquals(50, h.deadlineMillis(), "probes and the trial wait the whole deadline");
-
     java.net.SocketTimeoutException timeout = new java.net.SocketTimeoutException("read");
-    for (int i = 0; i < 4; i++) {
-      assertTrue(patient.requestFailed(path, timeout, 20 * MS), "a wait, counted as one");
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.answering(dir.resolve("busy.sock"))) {
+      String path = dn.path();
+      PathHealth h = patient.of(path);
+      assertEquals(20, patient.deadlineMillis(path), "a reader waits the read wait");
+      assertEquals(50, h.deadlineMillis(), "probes and the trial wait the whole deadline");
+      java.util.concurrent.atomic.AtomicInteger trials =
+          new java.util.concurrent.atomic.AtomicInteger();
+      patient.lastRequest(path, deadlineMs -> trials.incrementAndGet());
+      for (int i = 0; i < 4; i++) {
+        assertTrue(patient.requestFailed(path, timeout, 20 * MS), "a wait, counted as one");
+      }
+      assertEquals(HealthState.HEALTHY, h.state(), "a reader's shorter wait changes no state");
+      assertFalse(patient.admitsNewOpens(path), "no open while the check runs");
+      assertTrue(patient.unwell(path), "stock reads prefer another replica meanwhile");
+      runDueProbe(); // the check: answered
+      assertEquals(1, trials.get(), "the outwaited request sent as the trial at once");
+      assertTrue(patient.admitsNewOpens(path), "busy, not unwell: opens asked for again");
+      assertEquals(0, h.status().transitions(), "no health change for a DataNode that answers");
     }
-    assertEquals(HealthState.SUSPECT, h.state());
-    assertFalse(patient.admitsNewOpens(path), "a suspect DataNode gets no new opens");
-    assertEquals(0, h.status().transitionsTo(HealthState.UNRESPONSIVE), "readers' waits only");
-    assertTrue(log.matching("WARN", "does not answer within").isEmpty(), log.all().toString());
-
-    patient.requestFailed(path, timeout, 60 * MS);
-    assertEquals(
-        HealthState.SUSPECT,
-        h.state(),
-        "a reader's request that took longer than the deadline (a loaded host) is still a reader's");
-    patient.requestFailed(path, timeout, 150 * MS);
-    assertEquals(HealthState.UNRESPONSIVE, h.state(), "a batch's wait of the cap, once suspect");
+    try (FakeDataNodeSocket dn = FakeDataNodeSocket.hung(dir.resolve("hung.sock"))) {
+      String path = dn.path();
+      PathHealth h = patient.of(path);
+      patient.requestFailed(path, timeout, 20 * MS);
+      assertEquals(HealthState.HEALTHY, h.state());
+      runDueProbe(); // the check waits the deadline unanswered
+      assertEquals(HealthState.SUSPECT, h.state(), "a check unanswered for the whole deadline");
+      runDueProbe(); // the probe that follows
+      assertEquals(HealthState.UNRESPONSIVE, h.state(), "a second wait of the whole deadline");
+    }
   }
 
   @Test
