@@ -137,8 +137,7 @@ abstract class AbstractFailoverTest {
    */
   FileSystem accessorFileSystem() throws IOException {
     Configuration c = hdfs.clientConf();
-    c.set(
-        "dfs.client.replica.accessor.builder.classes", ScrReplicaAccessorBuilder.class.getName());
+    c.set("dfs.client.replica.accessor.builder.classes", ScrReplicaAccessorBuilder.class.getName());
     c.set("scr.client.context", "failover-accessor-" + CONTEXTS.incrementAndGet());
     c.set("dfs.client.context", "failover-accessor-" + CONTEXTS.get());
     c.setBoolean("dfs.client.read.shortcircuit", false);
@@ -216,8 +215,8 @@ abstract class AbstractFailoverTest {
               "%s: hang %d s, %d first reads during it; slowest new-block read %s; first reads:"
                   + " median %.1f ms, 3 slowest %s; slowest open-replica read %s; open replicas"
                   + " during the hang: %s; reads started %d s or more after SIGCONT: %s; not"
-                  + " short-circuit: %s; accessor: %d first reads, median %.1f ms, slowest"
-                  + " new-block read %s, open replicas %s",
+                  + " short-circuit: %s; accessor: %d first reads, median %.1f ms, 3 slowest %s,"
+                  + " slowest new-block read %s, open replicas %s",
               mode(),
               HANG.toSeconds(),
               firstReads,
@@ -235,6 +234,7 @@ abstract class AbstractFailoverTest {
               ReaderLoad.quantileNanos(
                       acc.samples(stopped, resumed, s -> s.kind == Kind.FIRST), 0.5)
                   / 1e6,
+              slowest(acc.samples(stopped, resumed, s -> s.kind == Kind.FIRST), 3, stopped),
               accSlowestNew,
               ReaderLoad.bytes(accOpen));
       System.out.println(report);

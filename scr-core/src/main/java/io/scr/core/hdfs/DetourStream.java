@@ -13,8 +13,9 @@ import org.apache.hadoop.hdfs.protocol.LocatedBlocks;
  * A stock {@code DFSInputStream} of one file whose every DataNode choice skips the local DataNodes
  * scr knows are unwell ({@link DataNodeSteering}), as a {@code ScrFileSystem} stream's stock reads
  * do: the bytes come from another replica over TCP, checksummed by stock's remote block reader, and
- * nothing waits for the unwell DataNode. Used by the replica accessor ({@link UnwellDataNodeDetour})
- * for blocks whose local DataNode hangs; it adds no short-circuit read of its own.
+ * nothing waits for the unwell DataNode. Used by the replica accessor ({@link
+ * UnwellDataNodeDetour}) for blocks whose local DataNode hangs; it adds no short-circuit read of
+ * its own.
  *
  * <p>Thread-safety: as {@code DFSInputStream} (positional reads may run concurrently).
  */

@@ -30,25 +30,25 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Why.</b> Stock's {@code BlockReaderFactory} asks the accessor builder after it has chosen a
  * DataNode, and tells the builder neither which one nor the stream: an accessor that declines
- * (null) leaves stock reading from its choice, the local DataNode listed first, and a hung one holds
- * that read for stock's socket timeout. Stock's seams for steering (the stream's dead nodes, {@code
- * DFSClient.addNodeToDeadNodeDetector}) all need the stream. So while a local DataNode is unwell
- * and the block has another usable replica, the builder returns an accessor that serves the block's
- * bytes through a stock stream of the file of scr's own ({@link DetourStream}: a {@code
+ * (null) leaves stock reading from its choice, the local DataNode listed first, and a hung one
+ * holds that read for stock's socket timeout. Stock's seams for steering (the stream's dead nodes,
+ * {@code DFSClient.addNodeToDeadNodeDetector}) all need the stream. So while a local DataNode is
+ * unwell and the block has another usable replica, the builder returns an accessor that serves the
+ * block's bytes through a stock stream of the file of scr's own ({@link DetourStream}: a {@code
  * DFSInputStream} on a {@code DFSClient} of the same configuration, without the accessor builder,
  * whose every DataNode choice skips the unwell local DataNodes): stock then never contacts the
  * DataNode it chose, and the bytes come over TCP from another replica, checksummed by stock's
  * remote block reader, which also reports a corrupt replica it meets and moves on as stock does.
  *
  * <p><b>When it declines</b> (null: stock reads as it chose): no local DataNode is unwell; the
- * block has no usable replica but the unwell one (stock waits as it always does); the file is
- * still being written (stock would ask a DataNode for its last block's length); {@code
- * fs.defaultFS} is not the {@code hdfs://} namespace of the block's pool (a federated or {@code
- * viewfs://} client: the file name alone does not say which NameNode holds it; said once in the
- * log); the NameNode does not know the file or the block any more. Hadoop 3.3.6, 3.4.2 and 3.5.0
- * all have the members used (the {@code DFSInputStream} constructor with a block list, its
- * protected {@code getBestNodeDNAddrPair}, {@code DFSClient(URI, Configuration)} and {@code
- * getLocatedBlocks(String, long, long)}).
+ * block has no usable replica but the unwell one (stock waits as it always does); the file is still
+ * being written (stock would ask a DataNode for its last block's length); {@code fs.defaultFS} is
+ * not the {@code hdfs://} namespace of the block's pool (a federated or {@code viewfs://} client:
+ * the file name alone does not say which NameNode holds it; said once in the log); the NameNode
+ * does not know the file or the block any more. Hadoop 3.3.6, 3.4.2 and 3.5.0 all have the members
+ * used (the {@code DFSInputStream} constructor with a block list, its protected {@code
+ * getBestNodeDNAddrPair}, {@code DFSClient(URI, Configuration)} and {@code getLocatedBlocks(String,
+ * long, long)}).
  *
  * <p><b>Cost.</b> One NameNode call per file while the DataNode is unwell (the stream and its block
  * list are kept per file and reused by every accessor of the file until {@value #IDLE_SECONDS} s
@@ -198,7 +198,9 @@ final class UnwellDataNodeDetour implements AutoCloseable {
     return h;
   }
 
-  /** Closes streams idle for {@value #IDLE_SECONDS} s, and the oldest beyond {@value #MAX_FILES}. */
+  /**
+   * Closes streams idle for {@value #IDLE_SECONDS} s, and the oldest beyond {@value #MAX_FILES}.
+   */
   private void sweep(long now) {
     long idle = TimeUnit.SECONDS.toNanos(IDLE_SECONDS);
     List<Use> uses = new ArrayList<>();

@@ -317,8 +317,8 @@ public final class DataNodeHealth {
   }
 
   /**
-   * How long a reader's request to {@code path} may wait for its answer now (ms): the deadline,
-   * but no more than {@code scr.client.health.read.wait.max.ms} ({@link PathHealth#readWaitNanos}).
+   * How long a reader's request to {@code path} may wait for its answer now (ms): the deadline, but
+   * no more than {@code scr.client.health.read.wait.max.ms} ({@link PathHealth#readWaitNanos}).
    * Probes and the trial request, sent off the read path, wait the whole deadline.
    */
   public int deadlineMillis(String path) {
@@ -363,7 +363,9 @@ public final class DataNodeHealth {
     }
     if (isTimeout(e)) {
       PathHealth h = of(path);
-      if (readersWait && h.readWaitNanos() < h.deadlineNanos() && latencyNanos < policy.capNanos()) {
+      if (readersWait
+          && h.readWaitNanos() < h.deadlineNanos()
+          && latencyNanos < policy.capNanos()) {
         outwaited(h); // a reader's wait, shorter than the deadline, says nothing of the DataNode
       } else {
         h.timedOut("no answer within " + h.deadlineMillis() + " ms: " + e.getMessage());

@@ -8,9 +8,9 @@ import org.apache.hadoop.conf.Configuration;
  * How long a DataNode may take to answer before it is suspected, and how often a DataNode that is
  * not healthy is probed: the deadline is {@code multiplier} times the 99th percentile of its recent
  * normal answer times (those within {@code floor}), no less than {@code floor} and no more than
- * {@code cap}; the floor until enough answers have been seen. A read waits the deadline but no
- * more than the read wait: what a hung DataNode costs a read is bounded apart from how long a
- * DataNode may take before it is judged unresponsive. Immutable.
+ * {@code cap}; the floor until enough answers have been seen. A read waits the deadline but no more
+ * than the read wait: what a hung DataNode costs a read is bounded apart from how long a DataNode
+ * may take before it is judged unresponsive. Immutable.
  */
 public final class HealthPolicy {
   private final long floorNanos;

@@ -365,11 +365,11 @@ public final class PathHealth {
   }
 
   /**
-   * Starts a check of a healthy DataNode that a reader's request outwaited ({@link
-   * #readWaitNanos}, shorter than the deadline): true when no check runs already. While it runs, no
-   * replica not open yet is asked for here (readers go to other replicas), but the state does not
-   * change: a DataNode that answers the check is busy, not unwell ({@link #checkAnswered}); one that
-   * lets it wait the whole deadline unanswered is suspect like a request that did.
+   * Starts a check of a healthy DataNode that a reader's request outwaited ({@link #readWaitNanos},
+   * shorter than the deadline): true when no check runs already. While it runs, no replica not open
+   * yet is asked for here (readers go to other replicas), but the state does not change: a DataNode
+   * that answers the check is busy, not unwell ({@link #checkAnswered}); one that lets it wait the
+   * whole deadline unanswered is suspect like a request that did.
    */
   boolean startCheck() {
     return state == HealthState.HEALTHY && checking.compareAndSet(false, true);
