@@ -321,7 +321,11 @@ public final class ScrReplicaAccessorBuilder extends ReplicaAccessorBuilder {
     if (c != null) {
       return c;
     }
-    return CLIENTS.computeIfAbsent(context, k -> Engine.acquire(conf));
+    Engine engine = CLIENTS.computeIfAbsent(context, k -> Engine.acquire(conf));
+    // The detour's DFSClient is made now, once per context, rather than by the first read that
+    // meets an unwell DataNode.
+    detour(engine, conf).prepare();
+    return engine;
   }
 
   /** The engine this builder uses for {@code conf}'s context (acquired on first use). */

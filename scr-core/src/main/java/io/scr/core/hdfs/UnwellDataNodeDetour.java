@@ -87,6 +87,18 @@ final class UnwellDataNodeDetour implements AutoCloseable {
     this.conf = conf;
   }
 
+  /**
+   * Makes the {@code DFSClient} now (no NameNode call), so that the first read that needs the
+   * detour does not pay for it. A failure is left to that read.
+   */
+  void prepare() {
+    try {
+      client(false);
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("the detour's DFSClient could not be made yet", e);
+    }
+  }
+
   /** Blocks the replica accessor has read around an unwell local DataNode in this process. */
   static long detouredBlocks() {
     return DETOURED.sum();
@@ -175,7 +187,7 @@ final class UnwellDataNodeDetour implements AutoCloseable {
         return h;
       }
     }
-    DFSClient c = client();
+    DFSClient c = client(true);
     if (c == null) {
       return null;
     }
@@ -235,14 +247,14 @@ final class UnwellDataNodeDetour implements AutoCloseable {
    * configuration without the accessor builder (its reads must not come back here). Null when
    * {@code fs.defaultFS} is not an {@code hdfs://} URI.
    */
-  private synchronized DFSClient client() throws IOException {
+  private synchronized DFSClient client(boolean say) throws IOException {
     if (closed) {
       return null;
     }
     if (client == null) {
       URI uri = FileSystem.getDefaultUri(conf);
       if (!"hdfs".equals(uri.getScheme())) {
-        if (SAID_NO_NAMESPACE.compareAndSet(false, true)) {
+        if (say && SAID_NO_NAMESPACE.compareAndSet(false, true)) {
           LOG.info(
               "fs.defaultFS is {}, not an hdfs:// NameNode: the replica accessor cannot read"
                   + " around an unwell local DataNode: stock reads from the DataNode it chose",
