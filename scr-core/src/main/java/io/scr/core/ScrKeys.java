@@ -236,7 +236,7 @@ public final class ScrKeys {
       scr(
           "scr.client.health.read.wait.max.ms",
           Long.class,
-          100L,
+          500L,
           "Longest time (ms) a read waits for the local DataNode's answer to a replica open (connect"
               + " and each read of the exchange) before it reads another replica: the deadline,"
               + " but no more than this. A request that outlasts this without reaching the deadline"
@@ -245,7 +245,9 @@ public final class ScrKeys {
               + " answered, the outwaited request is sent again from the probe thread and opens"
               + " resume once it is answered within the minimum; unanswered, the DataNode is"
               + " suspect as after a wait of the whole deadline. A first read of a block whose"
-              + " DataNode hangs costs at most this plus a stock read of another replica.");
+              + " DataNode hangs costs at most this plus a stock read of another replica. The"
+              + " default, the default maximum deadline, keeps reads waiting the whole deadline;"
+              + " 100 makes a hung DataNode cost a first read about 100 ms.");
 
   /** Health: the deadline as a multiple of the answer time. */
   public static final ConfigKey<Integer> HEALTH_DEADLINE_MULTIPLIER =

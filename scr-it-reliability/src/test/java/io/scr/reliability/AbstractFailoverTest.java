@@ -82,6 +82,13 @@ abstract class AbstractFailoverTest {
    */
   static final Duration DEADLINE_FLOOR = Duration.ofMillis(100);
 
+  /**
+   * How long a reader waits for the local DataNode before it reads another replica ({@code
+   * scr.client.health.read.wait.max.ms}), for every client of these tests (the health is
+   * process-wide).
+   */
+  static final Duration READ_WAIT = Duration.ofMillis(100);
+
   static final int SLOW_BLOCK = 128 * 1024;
   static final int SLOW_BLOCKS = 96;
 
@@ -126,6 +133,7 @@ abstract class AbstractFailoverTest {
     c.setBoolean("dfs.client.read.shortcircuit", false);
     c.setInt("scr.client.prefetch.max-blocks", 0);
     c.setLong("scr.client.health.deadline.min.ms", DEADLINE_FLOOR.toMillis());
+    c.setLong("scr.client.health.read.wait.max.ms", READ_WAIT.toMillis());
     c.setInt("dfs.client.retry.window.base", 10);
     c.setBoolean("fs.hdfs.impl.disable.cache", true);
     return (ScrFileSystem) FileSystem.newInstance(hdfs.uri(), c);
@@ -142,6 +150,7 @@ abstract class AbstractFailoverTest {
     c.set("dfs.client.context", "failover-accessor-" + CONTEXTS.get());
     c.setBoolean("dfs.client.read.shortcircuit", false);
     c.setLong("scr.client.health.deadline.min.ms", DEADLINE_FLOOR.toMillis());
+    c.setLong("scr.client.health.read.wait.max.ms", READ_WAIT.toMillis());
     c.setInt("dfs.client.retry.window.base", 10);
     c.setBoolean("fs.hdfs.impl.disable.cache", true);
     return FileSystem.newInstance(hdfs.uri(), c);
