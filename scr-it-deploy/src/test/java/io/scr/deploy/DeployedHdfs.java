@@ -1,14 +1,13 @@
 package io.scr.deploy;
 
 import io.scr.testing.ChildJvm;
+import io.scr.testing.ClusterTree;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.net.HttpURLConnection;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
@@ -20,7 +19,6 @@ import java.security.PrivilegedExceptionAction;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -274,13 +272,8 @@ final class DeployedHdfs implements AutoCloseable {
     Path home = Files.createDirectories(tree.resolve("namenode"));
     Path name = ownedDir(home.resolve("name"), dataNodeUser);
     Map<String, String> hdfs = commonHdfsSite();
-    hdfs.put("dfs.namenode.name.dir", name.toUri().toString());
-    hdfs.put("dfs.namenode.rpc-address", "127.0.0.1:" + nameNodePort);
-    hdfs.put("dfs.namenode.http-address", "127.0.0.1:0");
-    hdfs.put("dfs.namenode.safemode.extension", "0");
-    hdfs.put("dfs.namenode.safemode.min.datanodes", "0");
+    hdfs.putAll(ClusterTree.nameNodeSite(name, nameNodePort));
     hdfs.put("dfs.namenode.datanode.registration.ip-hostname-check", "false");
-    hdfs.put("dfs.namenode.fs-limits.min-block-size", "0");
     hdfs.put("dfs.permissions.enabled", "true");
     Path conf = writeConf(home, "namenode", dataNodeUser, hdfs, "INFO");
     String main = "org.apache.hadoop.hdfs.server.namenode.NameNode";
@@ -320,9 +313,9 @@ final class DeployedHdfs implements AutoCloseable {
     } catch (Exception e) {
       throw new IOException(e);
     }
-    awaitTrue(
+    nameNode.awaitTrue(
         "the NameNode to answer and leave safe mode",
-        nameNode,
+        START_TIMEOUT,
         () -> {
           try {
             return !admin.isInSafeMode();
@@ -362,9 +355,9 @@ final class DeployedHdfs implements AutoCloseable {
   /** Waits until {@code dn} serves its socket and the NameNode lists it as live. */
   void awaitDataNode(DataNode dn) throws IOException, InterruptedException {
     awaitServing(dn);
-    awaitTrue(
+    dn.process.awaitTrue(
         dn + " to be live at the NameNode",
-        dn.process,
+        START_TIMEOUT,
         () -> {
           try {
             for (DatanodeInfo info : admin.getDataNodeStats(DatanodeReportType.LIVE)) {
@@ -413,17 +406,10 @@ final class DeployedHdfs implements AutoCloseable {
   /** The log of the DataNode's current JVM says it registered and serves its socket. */
   private static void awaitServing(DataNode dn) throws IOException, InterruptedException {
     ChildJvm p = dn.process;
-    awaitTrue(
+    p.awaitTrue(
         dn + " to register and serve its socket (log: '" + dn.servingLine() + "')",
-        p,
-        () -> {
-          try {
-            return !p.logLines("successfully registered with NN").isEmpty()
-                && !p.logLines(dn.servingLine()).isEmpty();
-          } catch (IOException e) {
-            return false;
-          }
-        });
+        START_TIMEOUT,
+        () -> p.logContains("successfully registered with NN") && p.logContains(dn.servingLine()));
   }
 
   /** kill -9 the DataNode's JVM, then start it again with the same configuration and ports. */
@@ -612,35 +598,12 @@ final class DeployedHdfs implements AutoCloseable {
     Map<String, String> core = new LinkedHashMap<>();
     core.put("fs.defaultFS", uri().toString());
     core.put("hadoop.tmp.dir", ownedDir(home.resolve("hadoop-tmp-" + user.name), user).toString());
-    Files.writeString(conf.resolve("core-site.xml"), xml(core));
-    Files.writeString(conf.resolve("hdfs-site.xml"), xml(hdfsSite));
+    Files.writeString(conf.resolve("core-site.xml"), ClusterTree.siteXml(core));
+    Files.writeString(conf.resolve("hdfs-site.xml"), ClusterTree.siteXml(hdfsSite));
     Files.writeString(
         conf.resolve("log4j.properties"),
-        "log4j.rootLogger="
-            + rootLevel
-            + ", err\n"
-            + "log4j.appender.err=org.apache.log4j.ConsoleAppender\n"
-            + "log4j.appender.err.target=System.err\n"
-            + "log4j.appender.err.layout=org.apache.log4j.PatternLayout\n"
-            + "log4j.appender.err.layout.ConversionPattern=%d{HH:mm:ss,SSS} %-5p [%t] %c{2}: %m%n\n"
-            + "log4j.logger.io.scr=INFO\n");
+        ClusterTree.log4jProperties(rootLevel, Map.of("io.scr", "INFO")));
     return conf;
-  }
-
-  static String xml(Map<String, String> props) {
-    StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
-    props.forEach(
-        (k, v) ->
-            sb.append("  <property><name>")
-                .append(escape(k))
-                .append("</name><value>")
-                .append(escape(v))
-                .append("</value></property>\n"));
-    return sb.append("</configuration>\n").toString();
-  }
-
-  private static String escape(String s) {
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
   }
 
   private Configuration adminConf() {
@@ -651,32 +614,6 @@ final class DeployedHdfs implements AutoCloseable {
     c.setInt("ipc.client.connect.retry.interval", 200);
     c.setLong("dfs.blocksize", BLOCK_SIZE);
     return c;
-  }
-
-  /** A start-up condition, polled with a deadline by {@link #awaitTrue}. */
-  interface Condition {
-    boolean holds() throws IOException;
-  }
-
-  private static void awaitTrue(String what, ChildJvm process, Condition condition)
-      throws IOException, InterruptedException {
-    long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
-    while (!condition.holds()) {
-      if (!process.isAlive()) {
-        throw new AssertionError(
-            process.name
-                + " exited ("
-                + process.process.exitValue()
-                + ") while waiting for "
-                + what
-                + process.describe());
-      }
-      if (System.nanoTime() - deadline > 0) {
-        throw new AssertionError(
-            "timed out after " + START_TIMEOUT + " waiting for " + what + process.describe());
-      }
-      Thread.sleep(100); // start-up progress shows only in logs and RPC answers
-    }
   }
 
   private static List<String> readHadoopClasspath() throws IOException {
@@ -799,7 +736,7 @@ final class DeployedHdfs implements AutoCloseable {
     int uid = dataNodeUser.uid;
     List<String> rejected = new ArrayList<>();
     for (Path c : candidates) {
-      String problem = socketPathProblem(c, uid);
+      String problem = ClusterTree.socketPathProblem(c, uid);
       if (problem == null && c.toString().length() < 60) {
         try {
           Path base = Files.createTempDirectory(c, "scr-it-deploy-");
@@ -818,29 +755,6 @@ final class DeployedHdfs implements AutoCloseable {
             + " and writable by nobody else): "
             + rejected
             + ". Run as root, or pass -Dscr.it.deploy.socketBase=<such a directory>");
-  }
-
-  /**
-   * Null when {@code dir} and every parent are owned by root or {@code uid} and neither
-   * world-writable nor group-writable by a group other than root (stock's rules, no sticky
-   * exemption); else the first offending component.
-   */
-  private static String socketPathProblem(Path dir, int uid) {
-    for (Path d = dir; d != null; d = d.getParent()) {
-      try {
-        int mode = (Integer) Files.getAttribute(d, "unix:mode");
-        int owner = (Integer) Files.getAttribute(d, "unix:uid");
-        int group = (Integer) Files.getAttribute(d, "unix:gid");
-        if ((mode & 0002) != 0
-            || ((mode & 0020) != 0 && group != 0)
-            || (owner != 0 && owner != uid)) {
-          return d + " is mode " + Integer.toOctalString(mode & 07777) + ", owner " + owner;
-        }
-      } catch (IOException e) {
-        return d + ": " + e;
-      }
-    }
-    return null;
   }
 
   /**
@@ -868,20 +782,7 @@ final class DeployedHdfs implements AutoCloseable {
   }
 
   private static int[] freePorts(int n) throws IOException {
-    List<ServerSocket> open = new ArrayList<>();
-    try {
-      int[] out = new int[n];
-      for (int i = 0; i < n; i++) {
-        ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-        open.add(s);
-        out[i] = s.getLocalPort();
-      }
-      return out;
-    } finally {
-      for (ServerSocket s : open) {
-        s.close();
-      }
-    }
+    return ClusterTree.freePorts(InetAddress.getLoopbackAddress(), n);
   }
 
   private static int currentUid() throws IOException {
@@ -963,29 +864,7 @@ final class DeployedHdfs implements AutoCloseable {
 
   /** Keeps the logs when the property is set, for a failure to be read after the run. */
   private void deleteTrees() throws IOException {
-    if (Boolean.getBoolean("scr.it.deploy.keep")) {
-      System.err.println("scr-it-deploy: kept " + tree + " and " + socketBase);
-      return;
-    }
-    deleteRecursively(socketBase);
-    deleteRecursively(tree);
-  }
-
-  private static void deleteRecursively(Path p) throws IOException {
-    if (p == null || !Files.exists(p)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      s.sorted(Comparator.reverseOrder())
-          .forEach(
-              f -> {
-                try {
-                  Files.deleteIfExists(f);
-                } catch (IOException e) {
-                  throw new UncheckedIOException(e);
-                }
-              });
-    }
+    ClusterTree.deleteUnlessKept("scr.it.deploy.keep", "scr-it-deploy", tree, socketBase);
   }
 
   /** Copies the child logs next to the surefire reports, for a failed run to be read afterwards. */
@@ -994,7 +873,7 @@ final class DeployedHdfs implements AutoCloseable {
     if (!Files.isDirectory(logs)) {
       return;
     }
-    deleteRecursively(into); // this run's logs only
+    ClusterTree.deleteRecursively(into); // this run's logs only
     Files.createDirectories(into);
     try (Stream<Path> s = Files.list(logs)) {
       for (Path f : (Iterable<Path>) s::iterator) {

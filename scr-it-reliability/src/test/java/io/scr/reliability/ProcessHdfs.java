@@ -1,25 +1,22 @@
 package io.scr.reliability;
 
 import io.scr.testing.ChildJvm;
+import io.scr.testing.ClusterTree;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -107,7 +104,6 @@ final class ProcessHdfs implements AutoCloseable {
     final int ipcPort;
     final Path home;
     private ChildJvm process;
-    private Path log;
     private int starts;
 
     private DataNode(String name, String ip, boolean local) throws IOException {
@@ -155,9 +151,9 @@ final class ProcessHdfs implements AutoCloseable {
 
     /** SIGTERM (an orderly shutdown, as a rolling restart does), waits until it exits. */
     void terminate() throws InterruptedException {
-      process.process.destroy();
-      if (!process.process.waitFor(60, TimeUnit.SECONDS)) {
-        throw new AssertionError(this + " did not exit within 60 s of SIGTERM" + tail(log));
+      if (!process.terminate(Duration.ofSeconds(60))) {
+        throw new AssertionError(
+            this + " did not exit within 60 s of SIGTERM" + process.describe());
       }
     }
 
@@ -228,7 +224,7 @@ final class ProcessHdfs implements AutoCloseable {
       starts++;
       String logName = name + (starts == 1 ? "" : "-" + starts);
       Path conf = writeConf(home.resolve("conf-" + starts), core, hdfs);
-      log = tree.resolve("logs").resolve(logName + ".log");
+      Path log = tree.resolve("logs").resolve(logName + ".log");
       process =
           ProcessHdfs.this.launch(
               logName,
@@ -375,13 +371,8 @@ final class ProcessHdfs implements AutoCloseable {
   private void startNameNode() throws IOException, InterruptedException {
     Path home = Files.createDirectories(tree.resolve("namenode"));
     Map<String, String> hdfs = commonHdfsSite();
-    hdfs.put("dfs.namenode.name.dir", home.resolve("name").toUri().toString());
-    hdfs.put("dfs.namenode.rpc-address", "127.0.0.1:" + nameNodePort);
-    hdfs.put("dfs.namenode.http-address", "127.0.0.1:0");
-    hdfs.put("dfs.namenode.safemode.extension", "0");
-    hdfs.put("dfs.namenode.safemode.min.datanodes", "0");
+    hdfs.putAll(ClusterTree.nameNodeSite(home.resolve("name"), nameNodePort));
     hdfs.put("dfs.namenode.datanode.registration.ip-hostname-check", "false");
-    hdfs.put("dfs.namenode.fs-limits.min-block-size", "0");
     // three DataNodes on one busy host: do not refuse targets for their load
     hdfs.put("dfs.namenode.redundancy.considerLoad", "false");
     Path conf = writeConf(home.resolve("conf"), Map.of(), hdfs);
@@ -396,10 +387,9 @@ final class ProcessHdfs implements AutoCloseable {
             main,
             List.of("-format", "-force", "-nonInteractive"),
             formatLog);
-    if (!format.process.waitFor(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS)
-        || format.process.exitValue() != 0) {
-      format.process.destroyForcibly();
-      throw new AssertionError("hdfs namenode -format failed" + tail(formatLog));
+    int rc = format.awaitExit(START_TIMEOUT);
+    if (rc != 0) {
+      throw new AssertionError("hdfs namenode -format exited " + rc + format.describe());
     }
     Path log = tree.resolve("logs").resolve("namenode.log");
     nameNode = launch("namenode", conf, noNativeDir, Map.of(), main, List.of(), log);
@@ -409,10 +399,9 @@ final class ProcessHdfs implements AutoCloseable {
     c.setInt("ipc.client.connect.max.retries", 1);
     c.setInt("ipc.client.connect.retry.interval", 200);
     admin = (DistributedFileSystem) FileSystem.newInstance(uri(), c);
-    awaitTrue(
+    nameNode.awaitTrue(
         "the NameNode to answer and leave safe mode",
-        nameNode,
-        log,
+        START_TIMEOUT,
         () -> {
           try {
             return !admin.isInSafeMode();
@@ -424,20 +413,18 @@ final class ProcessHdfs implements AutoCloseable {
 
   private void awaitDataNode(DataNode dn) throws IOException, InterruptedException {
     ChildJvm p = dn.process;
-    Path log = dn.log;
     String serving =
         mode == LocalMode.SHIM
             ? "scr shim serving short-circuit reads on " + dn.socket()
             : "Listening on UNIX domain socket: " + dn.socket();
-    awaitTrue(
+    p.awaitTrue(
         dn + " to be live at the NameNode as " + dn.ip + (dn.local ? " and serve its socket" : ""),
-        p,
-        log,
+        START_TIMEOUT,
         () -> {
-          if (dn.local && !logContains(log, serving)) {
+          if (dn.local && !p.logContains(serving)) {
             return false;
           }
-          if (!logContains(log, "successfully registered with NN")) {
+          if (!p.logContains("successfully registered with NN")) {
             return false;
           }
           try {
@@ -445,7 +432,7 @@ final class ProcessHdfs implements AutoCloseable {
               if (info.getXferPort() == dn.xferPort) {
                 if (!info.getIpAddr().equals(dn.ip)) {
                   throw new AssertionError(
-                      dn + " registered as " + info.getIpAddr() + ", not " + dn.ip + tail(log));
+                      dn + " registered as " + info.getIpAddr() + ", not " + dn.ip + p.describe());
                 }
                 return true;
               }
@@ -505,96 +492,16 @@ final class ProcessHdfs implements AutoCloseable {
     core.put("fs.defaultFS", uri().toString());
     core.put("hadoop.tmp.dir", dir.resolveSibling(dir.getFileName() + "-hadoop-tmp").toString());
     core.putAll(coreSite);
-    Files.writeString(dir.resolve("core-site.xml"), xml(core));
-    Files.writeString(dir.resolve("hdfs-site.xml"), xml(hdfsSite));
+    Files.writeString(dir.resolve("core-site.xml"), ClusterTree.siteXml(core));
+    Files.writeString(dir.resolve("hdfs-site.xml"), ClusterTree.siteXml(hdfsSite));
     Files.writeString(
         dir.resolve("log4j.properties"),
-        "log4j.rootLogger=INFO, err\n"
-            + "log4j.appender.err=org.apache.log4j.ConsoleAppender\n"
-            + "log4j.appender.err.target=System.err\n"
-            + "log4j.appender.err.layout=org.apache.log4j.PatternLayout\n"
-            + "log4j.appender.err.layout.ConversionPattern=%d{HH:mm:ss,SSS} %-5p [%t] %c{2}: %m%n\n"
-            + "log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN\n"
-            + "log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN\n"
-            + "log4j.logger.BlockStateChange=WARN\n");
+        ClusterTree.log4jProperties("INFO", ClusterTree.QUIET_HDFS_LOGGERS));
     return dir;
   }
 
-  private static String xml(Map<String, String> props) {
-    StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
-    props.forEach(
-        (k, v) ->
-            sb.append("  <property><name>")
-                .append(k)
-                .append("</name><value>")
-                .append(v.replace("&", "&amp;").replace("<", "&lt;"))
-                .append("</value></property>\n"));
-    return sb.append("</configuration>\n").toString();
-  }
-
-  /** A start-up condition, polled by {@link #awaitTrue}. */
-  private interface Condition {
-    boolean holds() throws IOException;
-  }
-
-  private static void awaitTrue(String what, ChildJvm child, Path log, Condition condition)
-      throws IOException, InterruptedException {
-    long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
-    while (!condition.holds()) {
-      if (!child.isAlive()) {
-        throw new AssertionError(
-            "exited (" + child.process.exitValue() + ") while waiting for " + what + tail(log));
-      }
-      if (System.nanoTime() - deadline > 0) {
-        throw new AssertionError(
-            "timed out after " + START_TIMEOUT + " waiting for " + what + tail(log));
-      }
-      Thread.sleep(100); // start-up progress shows only in logs and RPC answers
-    }
-  }
-
-  private static boolean logContains(Path log, String fragment) {
-    try {
-      if (!Files.exists(log)) {
-        return false;
-      }
-      try (Stream<String> lines = Files.lines(log, StandardCharsets.UTF_8)) {
-        return lines.anyMatch(l -> l.contains(fragment));
-      }
-    } catch (IOException | UncheckedIOException e) {
-      return false; // a log line half written (not UTF-8 yet): look again
-    }
-  }
-
-  /** The last lines of a child's log, for failure messages. */
-  static String tail(Path log) {
-    StringBuilder sb = new StringBuilder("\n--- last lines of ").append(log).append(" ---\n");
-    try {
-      List<String> lines = Files.readAllLines(log, StandardCharsets.ISO_8859_1);
-      for (String l : lines.subList(Math.max(0, lines.size() - 40), lines.size())) {
-        sb.append(l).append('\n');
-      }
-    } catch (IOException e) {
-      sb.append("<cannot read: ").append(e).append(">\n");
-    }
-    return sb.toString();
-  }
-
   private static int[] freePorts(String ip, int n) throws IOException {
-    List<ServerSocket> open = new ArrayList<>();
-    try {
-      int[] out = new int[n];
-      for (int i = 0; i < n; i++) {
-        ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName(ip));
-        open.add(s);
-        out[i] = s.getLocalPort();
-      }
-      return out;
-    } finally {
-      for (ServerSocket s : open) {
-        s.close();
-      }
-    }
+    return ClusterTree.freePorts(InetAddress.getByName(ip), n);
   }
 
   /** The socket directory, and why the socket path check is relaxed (null: it is not). */
@@ -631,7 +538,7 @@ final class ProcessHdfs implements AutoCloseable {
     int uid = (Integer) Files.getAttribute(Paths.get("/proc/self"), "unix:uid");
     List<String> rejected = new ArrayList<>();
     for (Path c : candidates) {
-      String problem = socketPathProblem(c, uid);
+      String problem = ClusterTree.socketPathProblem(c, uid);
       if (problem == null && c.toString().length() < 70) {
         return new SocketDir(newSocketDir(c), null);
       }
@@ -654,22 +561,6 @@ final class ProcessHdfs implements AutoCloseable {
     return dir;
   }
 
-  private static String socketPathProblem(Path dir, int uid) {
-    for (Path d = dir; d != null; d = d.getParent()) {
-      try {
-        int m = (Integer) Files.getAttribute(d, "unix:mode");
-        int owner = (Integer) Files.getAttribute(d, "unix:uid");
-        int group = (Integer) Files.getAttribute(d, "unix:gid");
-        if ((m & 0002) != 0 || ((m & 0020) != 0 && group != 0) || (owner != 0 && owner != uid)) {
-          return d + " is mode " + Integer.toOctalString(m & 07777) + ", owner " + owner;
-        }
-      } catch (IOException e) {
-        return d + ": " + e;
-      }
-    }
-    return null;
-  }
-
   @Override
   public void close() throws IOException {
     if (closed) {
@@ -681,33 +572,8 @@ final class ProcessHdfs implements AutoCloseable {
         admin.close();
       }
     } finally {
-      for (ChildJvm c : children) {
-        c.process.destroyForcibly();
-      }
-      for (ChildJvm c : children) {
-        try {
-          c.process.waitFor(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-      if (Boolean.getBoolean("scr.it.keep")) {
-        System.err.println("ProcessHdfs: kept " + tree + " and " + socketDir);
-      } else {
-        deleteRecursively(socketDir);
-        deleteRecursively(tree);
-      }
-    }
-  }
-
-  private static void deleteRecursively(Path p) throws IOException {
-    if (p == null || !Files.exists(p)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      for (Path f : (Iterable<Path>) s.sorted(Comparator.reverseOrder())::iterator) {
-        Files.deleteIfExists(f);
-      }
+      children.forEach(ChildJvm::kill);
+      ClusterTree.deleteUnlessKept("scr.it.keep", "ProcessHdfs", tree, socketDir);
     }
   }
 }

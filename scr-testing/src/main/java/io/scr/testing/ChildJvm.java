@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * One child JVM of a test: a NameNode, a DataNode or a client process, started by a {@link
@@ -146,6 +147,66 @@ public final class ChildJvm {
     }
   }
 
+  /** A condition {@link #awaitTrue} polls. */
+  @FunctionalInterface
+  public interface Condition {
+    boolean holds() throws IOException;
+  }
+
+  /**
+   * Polls {@code condition} every 100 ms until it holds: for start-up progress that shows only in
+   * logs and RPC answers.
+   *
+   * @throws AssertionError when the child exits or {@code timeout} passes first, with its log tail
+   */
+  public void awaitTrue(String what, Duration timeout, Condition condition)
+      throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.holds()) {
+      if (!process.isAlive()) {
+        throw new AssertionError(
+            name + " exited (" + process.exitValue() + ") while waiting for " + what + describe());
+      }
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError(
+            "timed out after " + timeout + " waiting for " + what + describe());
+      }
+      Thread.sleep(100); // nothing to wait on: the child says it only in its log or over RPC
+    }
+  }
+
+  /**
+   * Whether a line of the log contains {@code fragment}; false while the log does not exist yet.
+   * Read as ISO-8859-1, so a line half written (a multi-byte character cut) cannot fail the read.
+   */
+  public boolean logContains(String fragment) {
+    try {
+      if (!Files.exists(log)) {
+        return false;
+      }
+      try (Stream<String> lines = Files.lines(log, StandardCharsets.ISO_8859_1)) {
+        return lines.anyMatch(l -> l.contains(fragment));
+      }
+    } catch (IOException | UncheckedIOException e) {
+      return false; // rotated or deleted under us: look again
+    }
+  }
+
+  /**
+   * SIGTERM (an orderly shutdown, as a rolling restart does), then SIGKILL if the child is still
+   * running after {@code grace}; waits until it is gone.
+   *
+   * @return whether it exited on its own within {@code grace}
+   */
+  public boolean terminate(Duration grace) throws InterruptedException {
+    process.destroy();
+    if (process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+      return true;
+    }
+    kill();
+    return false;
+  }
+
   /** Waits for the child to exit on its own. */
   public int awaitExit(Duration timeout) throws InterruptedException {
     if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -209,7 +270,7 @@ public final class ChildJvm {
     if (!Files.exists(log)) {
       return out;
     }
-    for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+    for (String line : Files.readAllLines(log, StandardCharsets.ISO_8859_1)) {
       if (line.contains(fragment)) {
         out.add(line);
       }
@@ -226,7 +287,7 @@ public final class ChildJvm {
     }
     sb.append("\n--- last lines of ").append(log).append(" ---\n");
     try {
-      List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+      List<String> lines = Files.readAllLines(log, StandardCharsets.ISO_8859_1);
       for (String l : lines.subList(Math.max(0, lines.size() - 60), lines.size())) {
         sb.append(l).append('\n');
       }
@@ -268,7 +329,8 @@ public final class ChildJvm {
    * #SMALL_JVM_FLAGS} always follow them), system properties, {@code java.io.tmpdir}, {@code
    * java.library.path}, class path, main class and arguments, the working directory and the log.
    * The child's environment is this JVM's without {@code HADOOP_*}, {@code HDFS_*}, {@code
-   * CLASSPATH} and {@code JAVA_TOOL_OPTIONS}, so only the class path given here configures it.
+   * HBASE_*}, {@code CLASSPATH} and {@code JAVA_TOOL_OPTIONS}, so only the class path given here
+   * configures it.
    */
   public static final class Launcher {
     private final String name;
@@ -286,6 +348,7 @@ public final class ChildJvm {
     private boolean setpriv;
     private int[] uidGid;
     private boolean lineProtocol;
+    private boolean smallJvm = true;
 
     private Launcher(String name, String mainClass) {
       this.name = name;
@@ -295,6 +358,15 @@ public final class ChildJvm {
     /** The java binary (default: {@code java.home}'s). */
     public Launcher javaBin(Path java) {
       this.javaBin = java;
+      return this;
+    }
+
+    /**
+     * Whether {@link #SMALL_JVM_FLAGS} follow the caller's flags (default: yes); off for a child
+     * whose heap, compiler and collector are part of what a benchmark measures.
+     */
+    public Launcher smallJvm(boolean on) {
+      this.smallJvm = on;
       return this;
     }
 
@@ -399,7 +471,9 @@ public final class ChildJvm {
       }
       cmd.add(javaBin.toString());
       cmd.addAll(jvmFlags);
-      cmd.addAll(SMALL_JVM_FLAGS);
+      if (smallJvm) {
+        cmd.addAll(SMALL_JVM_FLAGS);
+      }
       cmd.addAll(properties);
       cmd.add("-Djava.io.tmpdir=" + tmpDir);
       cmd.add("-Djava.library.path=" + libraryPath);
@@ -409,7 +483,10 @@ public final class ChildJvm {
       cmd.addAll(args);
       ProcessBuilder pb =
           new ProcessBuilder(cmd).directory((workingDir != null ? workingDir : tmpDir).toFile());
-      pb.environment().keySet().removeIf(k -> k.startsWith("HADOOP_") || k.startsWith("HDFS_"));
+      pb.environment()
+          .keySet()
+          .removeIf(
+              k -> k.startsWith("HADOOP_") || k.startsWith("HDFS_") || k.startsWith("HBASE_"));
       pb.environment().remove("CLASSPATH");
       pb.environment().remove("JAVA_TOOL_OPTIONS");
       pb.environment().putAll(environment);

@@ -2,31 +2,36 @@ package io.scr.benchmarks.hbase;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.scr.core.ScrKeys;
 import io.scr.shim.ScrShimKeys;
+import io.scr.testing.ChildJvm;
+import io.scr.testing.ClusterTree;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.net.HttpURLConnection;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URL;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
+import javax.management.InstanceNotFoundException;
+import javax.management.JMException;
+import javax.management.MBeanAttributeInfo;
+import javax.management.MBeanServerConnection;
+import javax.management.ObjectName;
+import javax.management.remote.JMXConnector;
+import javax.management.remote.JMXConnectorFactory;
+import javax.management.remote.JMXServiceURL;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.hbase.HBaseConfiguration;
@@ -52,21 +57,15 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
  * HBase's own checksum code runs the same in every mode and only the read path differs.
  *
  * <p>Everything lives under one directory in {@code java.io.tmpdir}, deleted by {@link #close()}.
- * Children are started through {@code setpriv --pdeathsig KILL} when it is installed (they die with
- * the harness even when it is killed) and killed by a shutdown hook otherwise.
+ * Children are {@link ChildJvm}s: started through {@code setpriv --pdeathsig KILL} when it is
+ * installed (they die with the harness even when it is killed) and killed by a shutdown hook
+ * otherwise.
  *
  * <p>Not thread-safe: driven from the harness's main thread.
  */
 final class BenchCluster implements AutoCloseable {
   private static final Duration START_TIMEOUT = Duration.ofMinutes(4);
-  private static final Set<Process> LIVE = ConcurrentHashMap.newKeySet();
   private static final ObjectMapper JSON = new ObjectMapper();
-
-  static {
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(() -> LIVE.forEach(Process::destroyForcibly), "hbase-bench-kill-children"));
-  }
 
   /** JVM flags for Hadoop and HBase on JDK 17. */
   static final List<String> JVM_FLAGS =
@@ -96,15 +95,17 @@ final class BenchCluster implements AutoCloseable {
   private final int nameNodePort;
   private final int[] dataNodePorts;
   private final int[] hbasePorts;
-  private final List<Process> children = new ArrayList<>();
+  private final List<ChildJvm> children = new ArrayList<>();
 
-  private Process nameNode;
-  private Process dataNode;
+  private ChildJvm nameNode;
+  private ChildJvm dataNode;
   private Mode.DataNodeSide dataNodeSide;
   private int dataNodeStarts;
-  private Path dataNodeLog;
-  private Process hbase;
-  private Path hbaseLog;
+  private ChildJvm hbase;
+
+  /** The mode whose HDFS client the running HBase process has (null: none runs). */
+  private Mode hbaseMode;
+
   private int hbaseStarts;
   private DistributedFileSystem admin;
   private boolean closed;
@@ -139,10 +140,10 @@ final class BenchCluster implements AutoCloseable {
       cp.append(cp.length() == 0 ? "" : File.pathSeparator).append(Path.of(e).toAbsolutePath());
     }
     this.classpath = cp.toString();
-    this.setpriv = onPath("setpriv");
+    this.setpriv = ChildJvm.onPath("setpriv");
     this.nameNodePort = freePorts(1)[0];
     this.dataNodePorts = freePorts(3);
-    this.hbasePorts = freePorts(5);
+    this.hbasePorts = freePorts(4); // ZooKeeper, master, JMX, RegionServer
   }
 
   Path tree() {
@@ -169,39 +170,34 @@ final class BenchCluster implements AutoCloseable {
   void startNameNode() throws IOException, InterruptedException {
     Path home = Files.createDirectories(tree.resolve("namenode"));
     Map<String, String> hdfs = commonHdfsSite();
-    hdfs.put("dfs.namenode.name.dir", home.resolve("name").toUri().toString());
-    hdfs.put("dfs.namenode.rpc-address", "127.0.0.1:" + nameNodePort);
-    hdfs.put("dfs.namenode.http-address", "127.0.0.1:0");
-    hdfs.put("dfs.namenode.safemode.extension", "0");
-    hdfs.put("dfs.namenode.safemode.min.datanodes", "0");
-    hdfs.put("dfs.namenode.fs-limits.min-block-size", "0");
+    hdfs.putAll(ClusterTree.nameNodeSite(home.resolve("name"), nameNodePort));
     Path conf = writeConf(home.resolve("conf"), hdfs, "hdfs-site.xml");
     String main = "org.apache.hadoop.hdfs.server.namenode.NameNode";
     Path formatLog = tree.resolve("logs/namenode-format.log");
-    Process format =
+    ChildJvm format =
         launch(
+            "namenode-format",
             conf,
             noNativeDir,
             main,
             List.of("-format", "-force", "-nonInteractive"),
             formatLog,
             List.of("-Xmx256m"));
-    if (!format.waitFor(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS) || format.exitValue() != 0) {
-      format.destroyForcibly();
-      throw new IllegalStateException("namenode -format failed" + tail(formatLog));
+    int rc = format.awaitExit(START_TIMEOUT);
+    if (rc != 0) {
+      throw new IllegalStateException("namenode -format exited " + rc + format.describe());
     }
     Path log = tree.resolve("logs/namenode.log");
-    nameNode = launch(conf, noNativeDir, main, List.of(), log, List.of("-Xmx384m"));
+    nameNode = launch("namenode", conf, noNativeDir, main, List.of(), log, List.of("-Xmx384m"));
     Configuration c = new Configuration();
     c.set("fs.defaultFS", uri().toString());
     c.setBoolean(ScrKeys.DFS_CLIENT_READ_SHORTCIRCUIT.name(), false);
     c.setInt("ipc.client.connect.max.retries", 1);
     c.setInt("ipc.client.connect.retry.interval", 200);
     admin = (DistributedFileSystem) FileSystem.newInstance(uri(), c);
-    awaitTrue(
+    nameNode.awaitTrue(
         "the NameNode to leave safe mode",
-        nameNode,
-        log,
+        START_TIMEOUT,
         () -> {
           try {
             return !admin.isInSafeMode();
@@ -220,11 +216,7 @@ final class BenchCluster implements AutoCloseable {
       return;
     }
     if (dataNode != null && dataNode.isAlive()) {
-      dataNode.destroy(); // SIGTERM: an orderly shutdown, as a rolling restart does
-      if (!dataNode.waitFor(60, TimeUnit.SECONDS)) {
-        dataNode.destroyForcibly();
-        dataNode.waitFor(30, TimeUnit.SECONDS);
-      }
+      dataNode.terminate(Duration.ofSeconds(60)); // an orderly shutdown, as a rolling restart does
     }
     dataNodeStarts++;
     Path home = Files.createDirectories(tree.resolve("datanode"));
@@ -255,18 +247,18 @@ final class BenchCluster implements AutoCloseable {
     }
     Path conf = writeConf(home.resolve("conf-" + dataNodeStarts), hdfs, "hdfs-site.xml");
     Files.writeString(conf.resolve("hadoop-metrics2-datanode.properties"), "*.period=1\n");
-    dataNodeLog = tree.resolve("logs/datanode-" + dataNodeStarts + "-" + side + ".log");
-    dataNode = launch(conf, libraryPath, main, List.of(), dataNodeLog, List.of("-Xmx512m"));
+    String name = "datanode-" + dataNodeStarts + "-" + side;
+    Path log = tree.resolve("logs/" + name + ".log");
+    ChildJvm dn = launch(name, conf, libraryPath, main, List.of(), log, List.of("-Xmx512m"));
+    dataNode = dn;
     dataNodeSide = side;
-    Path log = dataNodeLog;
-    awaitTrue(
+    dn.awaitTrue(
         "the DataNode (" + side + ") to serve its socket and report its blocks",
-        dataNode,
-        log,
+        START_TIMEOUT,
         () ->
-            logContains(log, serving)
-                && logContains(log, "successfully registered with NN")
-                && logContains(log, "Successfully sent block report"));
+            dn.logContains(serving)
+                && dn.logContains("successfully registered with NN")
+                && dn.logContains("Successfully sent block report"));
   }
 
   /** The DataNode's pid (for JFR and profilers). */
@@ -306,11 +298,11 @@ final class BenchCluster implements AutoCloseable {
     site.put("hbase.zookeeper.property.dataDir", home.resolve("zk").toString());
     site.put("hbase.localcluster.assign.random.ports", "false");
     site.put("hbase.master.port", String.valueOf(hbasePorts[1]));
-    site.put("hbase.master.info.port", String.valueOf(hbasePorts[2]));
     site.put("hbase.regionserver.port", String.valueOf(hbasePorts[3]));
-    site.put("hbase.regionserver.info.port", String.valueOf(hbasePorts[4]));
-    site.put("hbase.master.info.bindAddress", "127.0.0.1");
-    site.put("hbase.regionserver.info.bindAddress", "127.0.0.1");
+    // No web UIs (their Jetty start is several seconds of every HBase start on 2 busy cores): the
+    // counters come over a JMX connector (hbaseJmx).
+    site.put("hbase.master.info.port", "-1");
+    site.put("hbase.regionserver.info.port", "-1");
     site.put("hbase.unsafe.stream.capability.enforce", "false");
     // HFiles (written by the RegionServer's client) get the shape's block size.
     site.put("dfs.blocksize", String.valueOf(shape.blockSize));
@@ -348,33 +340,41 @@ final class BenchCluster implements AutoCloseable {
     Path conf = writeConf(home.resolve("conf-" + hbaseStarts), site, "hbase-site.xml");
     // metrics2 refreshes JMX once per period: 1 s, so counters read after a run are current.
     Files.writeString(conf.resolve("hadoop-metrics2-hbase.properties"), "*.period=1\n");
-    hbaseLog = tree.resolve("logs/hbase-" + hbaseStarts + "-" + mode + ".log");
+    String name = "hbase-" + hbaseStarts + "-" + mode;
     List<String> flags =
         new ArrayList<>(
             shape.quickStart
                 ? List.of("-Xmx512m", "-XX:TieredStopAtLevel=1")
                 : List.of("-Xms1536m", "-Xmx1536m"));
     flags.addAll(extraJvmFlags);
-    hbase =
+    flags.addAll(
+        List.of(
+            "-Dcom.sun.management.jmxremote.port=" + hbasePorts[2],
+            "-Dcom.sun.management.jmxremote.rmi.port=" + hbasePorts[2],
+            "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+            "-Djava.rmi.server.hostname=127.0.0.1",
+            "-Dcom.sun.management.jmxremote.authenticate=false",
+            "-Dcom.sun.management.jmxremote.ssl=false"));
+    ChildJvm h =
         launch(
+            name,
             conf,
             nativeDir,
             "org.apache.hadoop.hbase.master.HMaster",
             List.of("start"),
-            hbaseLog,
+            tree.resolve("logs/" + name + ".log"),
             flags);
-    Path log = hbaseLog;
-    awaitTrue(
+    hbase = h;
+    hbaseMode = mode;
+    h.awaitTrue(
         "HBase to start (master, RegionServer, ZooKeeper)",
-        hbase,
-        log,
-        () -> logContains(log, "Master has completed initialization"));
+        START_TIMEOUT,
+        () -> h.logContains("Master has completed initialization"));
     try (Connection c = ConnectionFactory.createConnection(clientConf());
         Admin a = c.getAdmin()) {
-      awaitTrue(
+      h.awaitTrue(
           "the RegionServer to be live and " + HBaseBench.TABLE + " available",
-          hbase,
-          log,
+          START_TIMEOUT,
           () -> {
             try {
               if (a.getRegionServers().isEmpty()) {
@@ -401,18 +401,71 @@ final class BenchCluster implements AutoCloseable {
     return c;
   }
 
+  /**
+   * Whether the running HBase process reads as {@code mode} does: the same HDFS client, and the
+   * DataNode side {@code mode} reads from (any, for the floor, which reads no HDFS).
+   */
+  boolean hbaseServes(Mode mode) {
+    return hbase != null
+        && hbase.isAlive()
+        && hbaseMode.client == mode.client
+        && (mode.blockCache || dataNodeSide == mode.dataNode);
+  }
+
   /** The HBase process's pid. */
   long hbasePid() {
     return hbase.pid();
   }
 
-  Path hbaseLog() {
-    return hbaseLog;
+  /**
+   * The numeric attributes of the HBase process's beans matching {@code query}, one JSON object a
+   * bean, as an info server's {@code /jmx} would list them (read over a JMX connector: HBase runs
+   * without its web UIs).
+   */
+  // The connector's registry is this harness's own child on 127.0.0.1, started with the port
+  // given here: nothing it returns comes from anyone else.
+  @SuppressWarnings("BanJNDI")
+  JsonNode hbaseJmx(String query) throws IOException, InterruptedException {
+    JMXServiceURL url =
+        new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + hbasePorts[2] + "/jmxrmi");
+    try (JMXConnector c = JMXConnectorFactory.connect(url)) {
+      MBeanServerConnection server = c.getMBeanServerConnection();
+      for (int attempt = 1; ; attempt++) {
+        try {
+          return beans(server, new ObjectName(query));
+        } catch (InstanceNotFoundException e) {
+          // metrics2 re-registers a source's bean when its attributes change (a region reopened
+          // by a table change): the query saw the old one
+          if (attempt == 10) {
+            throw new IOException("JMX bean of " + query + " kept disappearing", e);
+          }
+          Thread.sleep(200);
+        } catch (JMException e) {
+          throw new IOException("JMX query " + query + " of the HBase process failed", e);
+        }
+      }
+    }
   }
 
-  /** The beans of the HBase process matching {@code query} (its info server's /jmx). */
-  JsonNode hbaseJmx(String query) throws IOException {
-    return jmx(hbasePorts[2], query);
+  private static ArrayNode beans(MBeanServerConnection server, ObjectName query)
+      throws IOException, JMException {
+    ArrayNode beans = JSON.createArrayNode();
+    for (ObjectName name : server.queryNames(query, null)) {
+      ObjectNode bean = beans.addObject();
+      bean.put("name", name.toString());
+      for (MBeanAttributeInfo a : server.getMBeanInfo(name).getAttributes()) {
+        if (!a.isReadable()) {
+          continue;
+        }
+        Object v = server.getAttribute(name, a.getName());
+        if (v instanceof Long || v instanceof Integer) {
+          bean.put(a.getName(), ((Number) v).longValue());
+        } else if (v instanceof Number) {
+          bean.put(a.getName(), ((Number) v).doubleValue());
+        }
+      }
+    }
+    return beans;
   }
 
   /** Shuts HBase down in order (regions closed, nothing to recover at the next start). */
@@ -425,18 +478,18 @@ final class BenchCluster implements AutoCloseable {
       a.shutdown();
     } catch (IOException e) {
       System.err.println("hbase-bench: orderly shutdown failed (" + e + "); killing HBase");
-      hbase.destroyForcibly();
+      hbase.kill();
     }
-    if (!hbase.waitFor(120, TimeUnit.SECONDS)) {
+    if (!hbase.process.waitFor(120, TimeUnit.SECONDS)) {
       System.err.println("hbase-bench: HBase still running 120 s after shutdown; killing it");
-      hbase.destroyForcibly();
-      hbase.waitFor(30, TimeUnit.SECONDS);
+      hbase.kill();
     }
   }
 
   // ------------------------------------------------------------------------------------ helpers
 
-  private Process launch(
+  private ChildJvm launch(
+      String name,
       Path conf,
       Path libraryPath,
       String mainClass,
@@ -444,36 +497,28 @@ final class BenchCluster implements AutoCloseable {
       Path log,
       List<String> extraFlags)
       throws IOException {
-    List<String> cmd = new ArrayList<>();
-    if (setpriv) {
-      cmd.addAll(List.of("setpriv", "--pdeathsig", "KILL", "--"));
-    }
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(JVM_FLAGS);
+    List<String> flags = new ArrayList<>(JVM_FLAGS);
     if (shape.quickStart) {
-      cmd.add("-XX:TieredStopAtLevel=1"); // quick to start, nothing timed
+      flags.add("-XX:TieredStopAtLevel=1"); // quick to start, nothing timed
     }
-    cmd.addAll(extraFlags);
-    cmd.add("-Djava.library.path=" + libraryPath);
-    cmd.add("-Djava.io.tmpdir=" + Files.createDirectories(tree.resolve("tmp")));
-    cmd.add("-Dlog4j.configuration=" + conf.resolve("log4j.properties").toUri());
-    cmd.add("-Dlog4j2.configurationFile=" + conf.resolve("log4j2.properties").toUri());
-    cmd.add("-cp");
-    cmd.add(conf + File.pathSeparator + classpath);
-    cmd.add(mainClass);
-    cmd.addAll(args);
-    ProcessBuilder pb = new ProcessBuilder(cmd).directory(tree.toFile());
-    pb.environment().keySet().removeIf(k -> k.startsWith("HADOOP_") || k.startsWith("HBASE_"));
-    pb.environment().remove("CLASSPATH");
-    pb.environment().remove("JAVA_TOOL_OPTIONS");
-    Files.createDirectories(log.getParent());
-    pb.redirectErrorStream(true).redirectOutput(log.toFile());
-    pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-    Process p = pb.start();
-    LIVE.add(p);
-    var unused = p.onExit().thenRun(() -> LIVE.remove(p));
-    children.add(p);
-    return p;
+    flags.addAll(extraFlags);
+    ChildJvm child =
+        ChildJvm.launcher(name, mainClass)
+            .smallJvm(false) // heaps, compilers and collectors as the benchmark sets them
+            .jvmFlags(flags)
+            .libraryPath(libraryPath)
+            .tmpDir(Files.createDirectories(tree.resolve("tmp")))
+            .workingDir(tree)
+            .property("log4j.configuration", conf.resolve("log4j.properties").toUri().toString())
+            .property(
+                "log4j2.configurationFile", conf.resolve("log4j2.properties").toUri().toString())
+            .classpath(conf + File.pathSeparator + classpath)
+            .args(args)
+            .log(log)
+            .setpriv(setpriv)
+            .start();
+    children.add(child);
+    return child;
   }
 
   private Map<String, String> commonHdfsSite() {
@@ -489,33 +534,15 @@ final class BenchCluster implements AutoCloseable {
   private static Path writeConf(Path dir, Map<String, String> site, String fileName)
       throws IOException {
     Files.createDirectories(dir);
-    StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
-    site.forEach(
-        (k, v) ->
-            sb.append("  <property><name>")
-                .append(k)
-                .append("</name><value>")
-                .append(v.replace("&", "&amp;").replace("<", "&lt;"))
-                .append("</value></property>\n"));
-    sb.append("</configuration>\n");
-    Files.writeString(dir.resolve(fileName), sb.toString());
+    Files.writeString(dir.resolve(fileName), ClusterTree.siteXml(site));
     if (!fileName.equals("core-site.xml") && site.containsKey("fs.defaultFS")) {
       Files.writeString(
           dir.resolve("core-site.xml"),
-          "<?xml version=\"1.0\"?>\n<configuration>\n  <property><name>fs.defaultFS</name><value>"
-              + site.get("fs.defaultFS")
-              + "</value></property>\n</configuration>\n");
+          ClusterTree.siteXml(Map.of("fs.defaultFS", site.get("fs.defaultFS"))));
     }
     Files.writeString(
         dir.resolve("log4j.properties"),
-        "log4j.rootLogger=INFO, err\n"
-            + "log4j.appender.err=org.apache.log4j.ConsoleAppender\n"
-            + "log4j.appender.err.target=System.err\n"
-            + "log4j.appender.err.layout=org.apache.log4j.PatternLayout\n"
-            + "log4j.appender.err.layout.ConversionPattern=%d{HH:mm:ss,SSS} %-5p [%t] %c{2}: %m%n\n"
-            + "log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN\n"
-            + "log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN\n"
-            + "log4j.logger.BlockStateChange=WARN\n");
+        ClusterTree.log4jProperties("INFO", ClusterTree.QUIET_HDFS_LOGGERS));
     Files.writeString(
         dir.resolve("log4j2.properties"),
         "status = warn\n"
@@ -534,54 +561,6 @@ final class BenchCluster implements AutoCloseable {
     return dir;
   }
 
-  /** A start-up condition. */
-  private interface Condition {
-    boolean holds() throws IOException;
-  }
-
-  private static void awaitTrue(String what, Process child, Path log, Condition condition)
-      throws IOException, InterruptedException {
-    long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
-    while (!condition.holds()) {
-      if (!child.isAlive()) {
-        throw new IllegalStateException(
-            "exited (" + child.exitValue() + ") while waiting for " + what + tail(log));
-      }
-      if (System.nanoTime() - deadline > 0) {
-        throw new IllegalStateException(
-            "timed out after " + START_TIMEOUT + " waiting for " + what + tail(log));
-      }
-      Thread.sleep(200); // start-up progress shows only in logs and RPC answers
-    }
-  }
-
-  private static boolean logContains(Path log, String fragment) {
-    try {
-      if (!Files.exists(log)) {
-        return false;
-      }
-      try (Stream<String> lines = Files.lines(log, StandardCharsets.ISO_8859_1)) {
-        return lines.anyMatch(l -> l.contains(fragment));
-      }
-    } catch (IOException | UncheckedIOException e) {
-      return false;
-    }
-  }
-
-  /** The last lines of a log, for failure messages. */
-  static String tail(Path log) {
-    StringBuilder sb = new StringBuilder("\n--- last lines of ").append(log).append(" ---\n");
-    try {
-      List<String> lines = Files.readAllLines(log, StandardCharsets.ISO_8859_1);
-      for (String l : lines.subList(Math.max(0, lines.size() - 40), lines.size())) {
-        sb.append(l).append('\n');
-      }
-    } catch (IOException e) {
-      sb.append("<cannot read: ").append(e).append(">\n");
-    }
-    return sb.toString();
-  }
-
   private static JsonNode jmx(int httpPort, String query) throws IOException {
     URL url = new URL("http://127.0.0.1:" + httpPort + "/jmx?qry=" + query);
     HttpURLConnection c = (HttpURLConnection) url.openConnection();
@@ -595,29 +574,7 @@ final class BenchCluster implements AutoCloseable {
   }
 
   private static int[] freePorts(int n) throws IOException {
-    List<ServerSocket> open = new ArrayList<>();
-    try {
-      int[] out = new int[n];
-      for (int i = 0; i < n; i++) {
-        ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"));
-        open.add(s);
-        out[i] = s.getLocalPort();
-      }
-      return out;
-    } finally {
-      for (ServerSocket s : open) {
-        s.close();
-      }
-    }
-  }
-
-  private static boolean onPath(String command) {
-    for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":")) {
-      if (Files.isExecutable(Path.of(dir, command))) {
-        return true;
-      }
-    }
-    return false;
+    return ClusterTree.freePorts(InetAddress.getByName("127.0.0.1"), n);
   }
 
   @Override
@@ -631,33 +588,8 @@ final class BenchCluster implements AutoCloseable {
         admin.close();
       }
     } finally {
-      for (Process p : children) {
-        p.destroyForcibly();
-      }
-      for (Process p : children) {
-        try {
-          p.waitFor(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-      if (Boolean.getBoolean("scr.bench.keep")) {
-        System.err.println("hbase-bench: kept " + tree);
-      } else {
-        deleteRecursively(socketDir);
-        deleteRecursively(tree);
-      }
-    }
-  }
-
-  private static void deleteRecursively(Path p) throws IOException {
-    if (p == null || !Files.exists(p)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      for (Path f : (Iterable<Path>) s.sorted(Comparator.reverseOrder())::iterator) {
-        Files.deleteIfExists(f);
-      }
+      children.forEach(ChildJvm::kill);
+      ClusterTree.deleteUnlessKept("scr.bench.keep", "hbase-bench", socketDir, tree);
     }
   }
 }

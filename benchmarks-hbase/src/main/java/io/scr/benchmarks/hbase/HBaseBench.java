@@ -68,6 +68,7 @@ public final class HBaseBench {
       Integer warmup = null;
       Integer rounds = null;
       Long blockSize = null;
+      boolean modesGiven = false;
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         switch (a) {
@@ -97,6 +98,7 @@ public final class HBaseBench {
             blockSize = Long.parseLong(args[++i]);
             break;
           case "--modes":
+            modesGiven = true;
             o.modes = new ArrayList<>();
             for (String m : args[++i].split(",", -1)) {
               o.modes.add(Mode.valueOf(m.trim().toUpperCase(Locale.ROOT)));
@@ -128,6 +130,9 @@ public final class HBaseBench {
         }
       }
       Shape b = o.shape;
+      if (b.shareProcesses && !modesGiven) {
+        o.modes = new ArrayList<>(Arrays.asList(smokeOrder()));
+      }
       o.shape =
           b.with(
               rows != null ? rows : b.rows,
@@ -152,6 +157,22 @@ public final class HBaseBench {
       Mode.FLOOR,
       Mode.STOCK_TCP,
       Mode.STOCK_SCR,
+      Mode.ACCESSOR_STOCK_DN,
+      Mode.SCR_FS_STOCK_DN,
+      Mode.ACCESSOR_SHIM_DN,
+      Mode.SCR_FS_SHIM_DN
+    };
+  }
+
+  /**
+   * The smoke's order: the load's process (stock TCP) measures stock TCP, stock short-circuit's the
+   * floor; then one HBase start for each other mode, and one DataNode restart.
+   */
+  static Mode[] smokeOrder() {
+    return new Mode[] {
+      Mode.STOCK_TCP,
+      Mode.STOCK_SCR,
+      Mode.FLOOR,
       Mode.ACCESSOR_STOCK_DN,
       Mode.SCR_FS_STOCK_DN,
       Mode.ACCESSOR_SHIM_DN,
@@ -257,7 +278,9 @@ public final class HBaseBench {
       }
       setBlockCache(admin, false);
     }
-    cluster.stopHBase();
+    if (!shape.shareProcesses) {
+      cluster.stopHBase();
+    }
   }
 
   private static void setBlockCache(Admin admin, boolean on) throws Exception {
@@ -269,16 +292,19 @@ public final class HBaseBench {
   private static ModeRun measure(BenchCluster cluster, Options o, Mode mode, int round)
       throws Exception {
     Shape shape = o.shape;
-    if (!mode.blockCache) {
-      cluster.dataNode(mode.dataNode);
+    if (!shape.shareProcesses || !cluster.hbaseServes(mode)) {
+      cluster.stopHBase();
+      if (!mode.blockCache) {
+        cluster.dataNode(mode.dataNode);
+      }
+      List<String> jvm = new ArrayList<>();
+      if (o.jfrDir != null) {
+        Files.createDirectories(o.jfrDir);
+        Path jfr = o.jfrDir.resolve(String.format("%s-%s-r%d.jfr", shape.name, mode, round));
+        jvm.add("-XX:StartFlightRecording=settings=default,filename=" + jfr.toAbsolutePath());
+      }
+      cluster.startHBase(mode, jvm);
     }
-    List<String> jvm = new ArrayList<>();
-    if (o.jfrDir != null) {
-      Files.createDirectories(o.jfrDir);
-      Path jfr = o.jfrDir.resolve(String.format("%s-%s-r%d.jfr", shape.name, mode, round));
-      jvm.add("-XX:StartFlightRecording=settings=default,filename=" + jfr.toAbsolutePath());
-    }
-    cluster.startHBase(mode, jvm);
     Configuration conf = cluster.clientConf();
     ModeRun r = new ModeRun();
     r.round = round;
@@ -316,7 +342,9 @@ public final class HBaseBench {
         setBlockCache(admin, false);
       }
     }
-    cluster.stopHBase();
+    if (!shape.shareProcesses) {
+      cluster.stopHBase();
+    }
     return r;
   }
 

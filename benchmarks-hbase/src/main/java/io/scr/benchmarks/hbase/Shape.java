@@ -20,6 +20,14 @@ final class Shape {
   /** Children start with the C1 compiler only and small heaps: quick, for checks, never timed. */
   final boolean quickStart;
 
+  /**
+   * A mode runs in the HBase process already running when that process reads as the mode does
+   * ({@link BenchCluster#hbaseServes}): the load's process measures stock TCP, stock
+   * short-circuit's the floor. Fewer restarts for checks; a timed shape starts a fresh process for
+   * every mode, so no mode inherits another's JIT, heap or caches.
+   */
+  final boolean shareProcesses;
+
   Shape(
       String name,
       int rows,
@@ -29,7 +37,8 @@ final class Shape {
       int gets,
       int rounds,
       double target,
-      boolean quickStart) {
+      boolean quickStart,
+      boolean shareProcesses) {
     this.name = name;
     this.rows = rows;
     this.valueSize = valueSize;
@@ -39,11 +48,12 @@ final class Shape {
     this.rounds = rounds;
     this.target = target;
     this.quickStart = quickStart;
+    this.shareProcesses = shareProcesses;
   }
 
   /** 200k rows of 1 KiB, HDFS's default 128 MiB blocks; target 0.7x stock short-circuit. */
   static Shape defaultShape() {
-    return new Shape("default", 200_000, 1024, 128L << 20, 20_000, 50_000, 3, 0.7, false);
+    return new Shape("default", 200_000, 1024, 128L << 20, 20_000, 50_000, 3, 0.7, false, false);
   }
 
   /**
@@ -51,16 +61,28 @@ final class Shape {
    * cache holds (256); target 0.5x stock short-circuit.
    */
   static Shape odyssey() {
-    return new Shape("odyssey", 200_000, 1024, 512L << 10, 20_000, 50_000, 3, 0.5, false);
+    return new Shape("odyssey", 200_000, 1024, 512L << 10, 20_000, 50_000, 3, 0.5, false, false);
   }
 
-  /** A few thousand rows in 256 KiB blocks, one round: every mode runs, nothing is timed. */
+  /**
+   * A few thousand rows in 256 KiB blocks, one round, modes sharing HBase processes where they can:
+   * every mode runs, nothing is timed.
+   */
   static Shape smoke() {
-    return new Shape("smoke", 3_000, 1024, 256L << 10, 300, 1_000, 1, 0.7, true);
+    return new Shape("smoke", 3_000, 1024, 256L << 10, 300, 1_000, 1, 0.7, true, true);
   }
 
   Shape with(int rows, int warmupGets, int gets, int rounds, long blockSize) {
     return new Shape(
-        name, rows, valueSize, blockSize, warmupGets, gets, rounds, target, quickStart);
+        name,
+        rows,
+        valueSize,
+        blockSize,
+        warmupGets,
+        gets,
+        rounds,
+        target,
+        quickStart,
+        shareProcesses);
   }
 }

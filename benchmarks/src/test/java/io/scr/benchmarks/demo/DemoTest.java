@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
  */
 class DemoTest {
   private static final Pattern ROW =
-      Pattern.compile("(?m)^(stock .+?|scr .+?)\\s{2,}([\\d,]+) .*\\s(\\d+)%$");
+      Pattern.compile("(?m)^(stock .+?|scr .+?)\\s{2,}([\\d,]+) .*\\s(\\d+)%\\s+[\\d,.]+$");
   private static final Pattern COUNTERS =
       Pattern.compile(
           "(?m)^(scr .+?)\\s{2,}([\\d,]+)\\s+([\\d,]+)\\s+([\\d.]+)%\\s+(\\d+)\\s+(\\d+)/(\\d+)\\s+([\\d,]+)$");
