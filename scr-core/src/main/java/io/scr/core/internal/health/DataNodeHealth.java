@@ -426,15 +426,20 @@ public final class DataNodeHealth {
           break;
       }
     } catch (IOException | RuntimeException e) {
-      if (isTimeout(e)) {
-        h.timedOut("a probe's connect got no answer within " + h.deadlineMillis() + " ms");
-      } else if (e instanceof DomainConnectException) {
-        h.refused(e.getMessage());
-      } else {
-        h.refused("a probe failed: " + e);
-      }
+      probeFailed(h, e);
     } finally {
       h.checkEnded();
+    }
+  }
+
+  /** What a probe that failed with {@code e} (no answer, or no connection) says of its DataNode. */
+  private static void probeFailed(PathHealth h, Exception e) {
+    if (isTimeout(e)) {
+      h.timedOut("a probe's connect got no answer within " + h.deadlineMillis() + " ms");
+    } else if (e instanceof DomainConnectException) {
+      h.refused(e.getMessage());
+    } else {
+      h.refused("a probe failed: " + e);
     }
   }
 
@@ -526,13 +531,7 @@ public final class DataNodeHealth {
             break;
         }
       } catch (IOException | RuntimeException e) {
-        if (isTimeout(e)) {
-          h.timedOut("a probe's connect got no answer within " + h.deadlineMillis() + " ms");
-        } else if (e instanceof DomainConnectException) {
-          h.refused(e.getMessage());
-        } else {
-          h.refused("a probe failed: " + e);
-        }
+        probeFailed(h, e);
       }
     }
     if (h.state() != HealthState.HEALTHY
