@@ -539,11 +539,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
         failures.noLease(t, i, context.stopCause());
         break;
       case BAD_TOKEN:
-        // Refetch the block's locations and token; this read goes stock, the next uses the new one.
-        LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
-        fetchBlockAt(pos + Math.max(n, 0));
-        blocks.rebuild(null);
-        failures.tokenExpired();
+        tokenExpired(lb, pos + Math.max(n, 0));
         break;
       case CORRUPT:
         failures.corrupt(t, i, context.stopSocket(), (ChecksumException) context.stopCause());
@@ -569,10 +565,7 @@ final class ScrInputStream extends ScrDfsInputStreamBase
     try {
       lease = source.lease(lb.getBlock(), lb.getBlockToken(), t.socketPaths[i], src, null, null);
     } catch (InvalidToken e) {
-      LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
-      fetchBlockAt(pos);
-      blocks.rebuild(null);
-      failures.tokenExpired();
+      tokenExpired(lb, pos);
       return null;
     } catch (IOException e) {
       if (Interrupts.isOwnInterrupt(e)) {
@@ -581,6 +574,17 @@ final class ScrInputStream extends ScrDfsInputStreamBase
       return failures.noLease(t, i, e);
     }
     return lease != null ? lease : failures.noLease(t, i, null);
+  }
+
+  /**
+   * The DataNode rejected {@code lb}'s block token: refetches the block's locations and token at
+   * {@code pos}; this read goes stock, the next uses the new token.
+   */
+  private void tokenExpired(LocatedBlock lb, long pos) throws IOException {
+    LOG.debug("Block token expired for {} of {}; refetching locations", lb.getBlock(), src);
+    fetchBlockAt(pos);
+    blocks.rebuild(null);
+    failures.tokenExpired();
   }
 
   /** Counts a read of a block no local DataNode can serve, with the reason the table holds. */
